@@ -1,0 +1,3 @@
+from cdc.cli.app import main
+
+main()

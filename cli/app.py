@@ -1,0 +1,47 @@
+"""The ``cdc`` application: one Typer app, one module per command."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from cdc import __version__
+from cdc.cli import from_changelog, to_changelog
+
+app = typer.Typer(
+    name="cdc",
+    help="Convert and check changelog files the way Apache Flink SQL reads changelog streams.",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode="rich",
+    pretty_exceptions_show_locals=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"cdc {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool | None, typer.Option("--version", callback=_version, is_eager=True, help="Show the version and exit.")
+    ] = None,
+) -> None:
+    """Convert and check changelog files the way Apache Flink SQL reads changelog streams."""
+
+
+app.command("from-changelog", short_help="Op-coded append-only rows → changelog rows (Flink FROM_CHANGELOG).")(
+    from_changelog.command
+)
+app.command("to-changelog", short_help="Changelog rows → append-only rows with an op column (Flink TO_CHANGELOG).")(
+    to_changelog.command
+)
+
+
+def main() -> None:
+    app()

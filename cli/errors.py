@@ -1,0 +1,50 @@
+"""The one place that turns errors into a message and an exit code (SPEC §6)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import typer
+
+from cdc.core.errors import CdcError
+
+EXIT_INTERRUPTED = 130
+
+
+def say(message: str) -> None:
+    """A diagnostic line on stderr (never stdout: that is for data)."""
+    sys.stderr.write(message + "\n")
+    sys.stderr.flush()
+
+
+def _silence_stdout() -> None:
+    # The reader of our stdout went away (`| head`): point fd 1 at /dev/null so the
+    # interpreter's final flush does not complain either.
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
+@contextmanager
+def reported_errors(verbose: bool = False) -> Iterator[None]:
+    try:
+        yield
+    except CdcError as exc:
+        if verbose:
+            traceback.print_exc()
+        say(f"cdc: error: {exc}")
+        if exc.hint:
+            say(f"hint: {exc.hint}")
+        raise typer.Exit(exc.exit_code) from None
+    except BrokenPipeError:
+        _silence_stdout()
+        raise typer.Exit(0) from None
+    except KeyboardInterrupt:
+        say("cdc: interrupted")
+        raise typer.Exit(EXIT_INTERRUPTED) from None

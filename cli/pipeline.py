@@ -1,0 +1,108 @@
+"""Runs a command's row transform from its inputs to its output, accounting for every record."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from itertools import chain
+from typing import Any
+
+from cdc.cli.errors import say
+from cdc.cli.options import OnError
+from cdc.cli.progress import byte_progress
+from cdc.core.errors import CdcError, UsageError
+from cdc.core.stats import Counts
+from cdc.formats.base import Reject, Row, RowReader, RowWriter
+from cdc.formats.registry import INPUT_FORMATS, open_inputs, open_writer, output_format
+from cdc.formats.rejects import Rejects
+from cdc.formats.streams import STDIO, Output
+
+Transform = Callable[[RowReader, Reject | None], Iterable[Row]]
+
+
+@dataclass
+class IOConfig:
+    inputs: Sequence[str] | None
+    output: str = STDIO
+    input_format: str | None = None
+    output_format: str | None = None
+    columns: Sequence[str] = ()
+    on_error: OnError = OnError.fail
+    rejects: str | None = None
+    stats: bool = False
+    progress: bool | None = None
+    kind_column: str | None = None  # set when the output rows carry a kind (print/table colour it)
+    command: str = ""
+
+    @property
+    def paths(self) -> list[str]:
+        return list(self.inputs) if self.inputs else [STDIO]
+
+
+def make_writer(out: Output, fmt: str, cfg: IOConfig, reader: RowReader, title: str | None = None) -> RowWriter:
+    if fmt == "table":
+        from cdc.cli.table import TableWriter
+
+        return TableWriter(cfg.kind_column, title)
+    hints: dict[str, Any] | None = None
+    if fmt == "parquet" and reader.arrow_schema is not None:
+        hints = {f.name: f.type for f in reader.arrow_schema}
+    return open_writer(out.stream, fmt, cfg.columns or None, cfg.kind_column, hints)
+
+
+def run(
+    cfg: IOConfig,
+    transform: Transform,
+    counts: Counts,
+    *,
+    readers: dict[str, Callable[..., RowReader]] | None = None,
+    input_choices: Sequence[str] = INPUT_FORMATS,
+    summary: Callable[[], str] | None = None,
+) -> None:
+    """Read, transform, write; on any failure the ``-o`` target keeps its old content."""
+    if cfg.rejects and cfg.on_error != OnError.skip:
+        raise UsageError("--rejects needs --on-error skip")
+    out_fmt = output_format(cfg.output, cfg.output_format)
+    rejects = Rejects(cfg.rejects) if cfg.on_error == OnError.skip else None
+    with byte_progress(cfg.paths, cfg.progress) as on_bytes:
+        reader = open_inputs(cfg.paths, cfg.input_format, rejects, on_bytes, readers, input_choices)
+        if rejects is not None:
+            rejects.reader = reader
+        out = Output(cfg.output)
+        try:
+            rows = iter(transform(reader, rejects))
+            first = next(rows, None)
+            writer = make_writer(out, out_fmt, cfg, reader)
+            if first is not None:
+                writer.write_rows(chain((first,), rows))
+            writer.close()
+            out.commit()
+            if rejects is not None:
+                rejects.commit()
+        except CdcError as exc:
+            exc.located(reader.location())
+            _abort(out, rejects)
+            raise
+        except BaseException:
+            _abort(out, rejects)
+            raise
+    counts.skipped = rejects.count if rejects is not None else counts.skipped
+    report(cfg, counts, reader.records, rejects, summary)
+
+
+def _abort(out: Output, rejects: Rejects | None) -> None:
+    out.abort()
+    if rejects is not None:
+        rejects.abort()
+
+
+def report(
+    cfg: IOConfig, counts: Counts, read: int, rejects: Rejects | None, summary: Callable[[], str] | None = None
+) -> None:
+    """Skips are always reported; the full summary with ``--stats``."""
+    if cfg.stats:
+        say(f"cdc: {cfg.command}: " + (summary() if summary else counts.summary(read)))
+    if rejects is not None and rejects.count:
+        where = f"; written to {cfg.rejects}" if cfg.rejects else "; keep them with --rejects FILE"
+        first = f" (first: {rejects.first})" if rejects.first else ""
+        say(f"cdc: {cfg.command}: skipped {rejects.count} bad record(s){first}{where}")

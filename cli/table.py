@@ -1,0 +1,59 @@
+"""The ``table`` output format: a rich table for people, kinds coloured."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from cdc.formats.printed import print_value
+
+KIND_STYLES = {"+I": "green", "-U": "yellow", "+U": "cyan", "-D": "red"}
+MAX_ROWS = 10_000
+
+
+def cell(value: Any) -> Text:
+    if value is None:
+        return Text("null", style="dim italic")
+    return Text(print_value(value))
+
+
+class TableWriter:
+    """Collects rows (a table needs its widths) and prints them on close."""
+
+    def __init__(self, kind_column: str | None, title: str | None = None):
+        self._kind_column = kind_column
+        self._rows: list[dict[str, Any]] = []
+        self._columns: dict[str, None] = {}
+        self._more = 0
+        self._title = title
+
+    def write_rows(self, rows: Iterable[dict[str, Any]]) -> None:
+        for row in rows:
+            if len(self._rows) >= MAX_ROWS:
+                self._more += 1
+                continue
+            self._rows.append(row)
+            self._columns.update(dict.fromkeys(row))
+
+    def close(self) -> None:
+        console = Console()
+        table = Table(title=self._title, show_edge=False, header_style="bold")
+        for name in self._columns:
+            table.add_column(name, justify="left" if name == self._kind_column else "right")
+        kc = self._kind_column
+        for row in self._rows:
+            cells = []
+            for name in self._columns:
+                value = row.get(name)
+                if name == kc and isinstance(value, str):
+                    cells.append(Text(value, style=KIND_STYLES.get(value, "")))
+                else:
+                    cells.append(cell(value))
+            table.add_row(*cells)
+        console.print(table)
+        if self._more:
+            console.print(f"… and {self._more} more rows (write JSONL or CSV for all of them)", style="dim")

@@ -1,0 +1,1 @@
+"""Readers and writers: bytes ↔ row dicts, streaming, one format a module."""

@@ -1,0 +1,159 @@
+"""Parquet, batch by batch. pyarrow is imported here only, when a Parquet path needs it."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, BinaryIO
+
+from cdc.core.errors import InputError, Location
+from cdc.formats.base import Reject, Row, RowReader
+from cdc.formats.schema import ColumnSet
+
+BATCH_ROWS = 65_536
+
+
+class ParquetReader(RowReader):
+    def __init__(self, stream: BinaryIO, source: str, reject: Reject | None = None, path: str | None = None):
+        super().__init__(source, reject)
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        try:
+            if path is not None:
+                self._file = pq.ParquetFile(path, memory_map=True)
+            else:
+                # A Parquet footer is at the end: stdin has to be buffered whole.
+                self._file = pq.ParquetFile(pa.BufferReader(stream.read()))
+        except (pa.ArrowException, OSError) as exc:
+            raise InputError(f"not a valid Parquet file: {exc}", where=Location(source)) from exc
+        self.arrow_schema = self._file.schema_arrow
+        self._row = -1
+        self._last: Row | None = None
+
+    def location(self) -> Location:
+        return Location(self.source, row=max(self._row, 0))
+
+    def raw(self) -> str:
+        from cdc.formats.jsonl import dumps
+
+        return dumps(self._last).decode().rstrip("\n") if self._last is not None else ""
+
+    def __iter__(self) -> Iterator[Row]:
+        import pyarrow as pa
+
+        try:
+            for batch in self._file.iter_batches(batch_size=BATCH_ROWS):
+                for row in batch.to_pylist():
+                    self._row += 1
+                    self.records += 1
+                    self._last = row
+                    yield row
+        except (pa.ArrowException, OSError) as exc:
+            raise InputError(f"corrupt Parquet data: {exc}", where=self.location()) from exc
+
+    def close(self) -> None:
+        self._file.close()
+
+
+class ParquetWriter:
+    """Buffers rows into record batches; the first batch fixes the schema.
+
+    ``type_hints`` carries column types over from a typed input (Parquet → Parquet keeps its
+    types); other columns are inferred, and a column that is null throughout the first batch is
+    written as string.
+    """
+
+    def __init__(
+        self,
+        stream: BinaryIO,
+        columns: Sequence[str] | None = None,
+        type_hints: dict[str, Any] | None = None,
+        batch_rows: int = BATCH_ROWS,
+    ):
+        self._stream = stream
+        self._columns = ColumnSet(columns)
+        self._hints = type_hints or {}
+        self._batch_rows = batch_rows
+        self._buffer: list[Row] = []
+        self._schema: Any = None
+        self._writer: Any = None
+
+    def write_rows(self, rows: Iterable[Row]) -> None:
+        buffer = self._buffer
+        columns = self._columns
+        for row in rows:
+            if not columns.fixed:
+                columns.fix(row)
+            columns.check(row)
+            buffer.append(row)
+            if len(buffer) >= self._batch_rows:
+                self._flush()
+
+    def _flush(self) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        rows, self._buffer = self._buffer, []
+        names = self._columns.names
+        if self._schema is None:
+            self._schema = pa.schema([pa.field(n, self._infer(n, rows)) for n in names])
+            self._writer = pq.ParquetWriter(_Sink(self._stream), self._schema)
+        arrays = []
+        for field in self._schema:
+            values = [r.get(field.name) for r in rows]
+            try:
+                arrays.append(pa.array(values, type=field.type))
+            except (pa.ArrowException, TypeError, ValueError, OverflowError) as exc:
+                raise InputError(
+                    f"column {field.name!r}: a value does not fit the Parquet type {field.type} "
+                    f"fixed by the first rows ({exc})",
+                    hint="write JSONL or CSV, whose values are not typed per column",
+                ) from exc
+        self._writer.write_batch(pa.RecordBatch.from_arrays(arrays, schema=self._schema))
+
+    def _infer(self, name: str, rows: list[Row]) -> Any:
+        import pyarrow as pa
+
+        if name in self._hints:
+            return self._hints[name]
+        try:
+            inferred = pa.array([r.get(name) for r in rows]).type
+        except (pa.ArrowException, TypeError, ValueError, OverflowError) as exc:
+            raise InputError(
+                f"column {name!r} mixes value types and cannot be written to Parquet ({exc})"
+            ) from exc
+        return pa.string() if pa.types.is_null(inferred) else inferred
+
+    def close(self) -> None:
+        if self._buffer or self._schema is None:
+            if self._columns.names:
+                self._flush()
+        if self._writer is not None:
+            self._writer.close()
+        self._stream.flush()
+
+
+class _Sink(io.RawIOBase):
+    """A write-only, position-tracking view, so Parquet can stream to a pipe."""
+
+    def __init__(self, stream: BinaryIO):
+        self._stream = stream
+        self._pos = 0
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        n = self._stream.write(data)
+        self._pos += n if n is not None else len(data)
+        return n if n is not None else len(data)
+
+    def tell(self) -> int:
+        return self._pos
+
+    def flush(self) -> None:
+        self._stream.flush()
+
+    def close(self) -> None:  # the Output owns the stream
+        pass

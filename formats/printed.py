@@ -1,0 +1,51 @@
+"""Flink's PRINT connector style: ``+I[1, Alice, null]`` (``Row.toString``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, BinaryIO
+
+import orjson
+
+from cdc.formats.base import Row
+
+
+def print_value(value: Any) -> str:
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}={print_value(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(print_value(v) for v in value) + "]"
+    if isinstance(value, int | float):
+        return orjson.dumps(value).decode()
+    return str(value)
+
+
+class PrintWriter:
+    """Rows carrying a kind column print with their kind; plain rows print as ``+I``."""
+
+    def __init__(self, stream: BinaryIO, kind_column: str | None):
+        self._stream = stream
+        self._kind_column = kind_column
+
+    def write_rows(self, rows: Iterable[Row]) -> None:
+        write = self._stream.write
+        kc = self._kind_column
+        for row in rows:
+            if kc is not None and kc in row:
+                kind = row[kc]
+                values = [print_value(v) for k, v in row.items() if k != kc]
+            else:
+                kind = "+I"
+                values = [print_value(v) for v in row.values()]
+            write(f"{kind}[{', '.join(values)}]\n".encode())
+
+    def close(self) -> None:
+        self._stream.flush()

@@ -1,0 +1,148 @@
+"""Format names, suffixes, and opening a reader or writer for a path."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, BinaryIO
+
+from cdc.core.errors import UsageError
+from cdc.formats.base import ChainedReader, Reject, RowReader, RowWriter
+from cdc.formats.streams import (
+    PARQUET_MAGIC,
+    STDIO,
+    OnBytes,
+    decompressed,
+    display_name,
+    open_input,
+)
+
+INPUT_FORMATS = ("jsonl", "csv", "tsv", "parquet")
+OUTPUT_FORMATS = ("jsonl", "csv", "tsv", "parquet", "print", "table")
+SUFFIXES = {
+    ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl",
+    ".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".parquet": "parquet", ".pq": "parquet",
+}
+DELIMITERS = {"csv": ",", "tsv": "\t"}
+
+
+def format_of(path: str) -> str | None:
+    """The format a file name implies, looking through ``.gz``/``.zst``."""
+    name = path.lower()
+    for compressed in (".gz", ".zst", ".zstd"):
+        if name.endswith(compressed):
+            name = name[: -len(compressed)]
+    for suffix, fmt in SUFFIXES.items():
+        if name.endswith(suffix):
+            return fmt
+    return None
+
+
+def input_format(path: str, explicit: str | None, choices: Sequence[str] = INPUT_FORMATS) -> str | None:
+    """The format to read ``path`` with; None for stdin without ``--input-format`` (sniffed)."""
+    if explicit:
+        if explicit not in choices:
+            raise UsageError(f"--input-format: unknown format {explicit!r}; choose one of {', '.join(choices)}")
+        return explicit
+    if path == STDIO:
+        return None
+    fmt = format_of(path)
+    if fmt is None:
+        raise UsageError(
+            f"cannot tell the format of {path!r} from its name",
+            hint="name it with --input-format " + "|".join(choices),
+        )
+    return fmt
+
+
+def output_format(path: str, explicit: str | None) -> str:
+    if explicit:
+        if explicit not in OUTPUT_FORMATS:
+            raise UsageError(
+                f"--output-format: unknown format {explicit!r}; choose one of {', '.join(OUTPUT_FORMATS)}"
+            )
+        return explicit
+    if path == STDIO:
+        return "jsonl"
+    fmt = format_of(path)
+    if fmt is None:
+        raise UsageError(
+            f"cannot tell the output format of {path!r} from its name",
+            hint="name it with --output-format " + "|".join(OUTPUT_FORMATS),
+        )
+    return fmt
+
+
+def open_reader(
+    path: str,
+    fmt: str | None,
+    reject: Reject | None = None,
+    on_bytes: OnBytes | None = None,
+    readers: dict[str, Callable[..., RowReader]] | None = None,
+) -> RowReader:
+    """Open one input. ``readers`` adds envelope readers (e.g. ``debezium``) by format name."""
+    source = display_name(path)
+    raw = open_input(path, on_bytes)
+    if fmt is None:  # stdin: Parquet by its magic, else JSON lines
+        fmt = "parquet" if raw.peek(4)[:4] == PARQUET_MAGIC else "jsonl"
+    if fmt == "parquet":
+        from cdc.formats.parquet import ParquetReader
+
+        if path != STDIO:
+            raw.close()
+        return ParquetReader(raw, source, reject, path=None if path == STDIO else path)
+    stream = decompressed(raw)
+    if fmt in DELIMITERS:
+        from cdc.formats.delimited import DelimitedReader
+
+        plain = path != STDIO and stream is raw
+        return DelimitedReader(stream, source, DELIMITERS[fmt], reject, path=path if plain else None)
+    if readers and fmt in readers:
+        return readers[fmt](stream, source, reject)
+    from cdc.formats.jsonl import JsonlReader
+
+    return JsonlReader(stream, source, reject)
+
+
+def open_inputs(
+    paths: Sequence[str],
+    explicit: str | None,
+    reject: Reject | None = None,
+    on_bytes: OnBytes | None = None,
+    readers: dict[str, Callable[..., RowReader]] | None = None,
+    choices: Sequence[str] = INPUT_FORMATS,
+) -> ChainedReader:
+    """Several inputs read in order as one stream; formats are checked before any is opened."""
+    plan = [(p, input_format(p, explicit, choices)) for p in (paths or [STDIO])]
+    from cdc.formats.streams import check_input_exists
+
+    for path, _ in plan:
+        check_input_exists(path)
+    return ChainedReader(
+        [lambda p=p, f=f: open_reader(p, f, reject, on_bytes, readers) for p, f in plan]  # type: ignore[misc]
+    )
+
+
+def open_writer(
+    stream: BinaryIO,
+    fmt: str,
+    columns: Sequence[str] | None = None,
+    kind_column: str | None = None,
+    type_hints: dict[str, Any] | None = None,
+) -> RowWriter:
+    if fmt == "jsonl":
+        from cdc.formats.jsonl import JsonlWriter
+
+        return JsonlWriter(stream)
+    if fmt in DELIMITERS:
+        from cdc.formats.delimited import DelimitedWriter
+
+        return DelimitedWriter(stream, DELIMITERS[fmt], columns)
+    if fmt == "parquet":
+        from cdc.formats.parquet import ParquetWriter
+
+        return ParquetWriter(stream, columns, type_hints)
+    if fmt == "print":
+        from cdc.formats.printed import PrintWriter
+
+        return PrintWriter(stream, kind_column)
+    raise UsageError(f"unknown output format {fmt!r}")
