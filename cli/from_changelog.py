@@ -19,29 +19,45 @@ MAPPING_PANEL = "Op codes"
 
 OpColumn = Annotated[
     str | None,
-    typer.Option("--op", help="The op-code column; it must exist and is removed. [default: op, or the preset's]",
-                 rich_help_panel=MAPPING_PANEL, show_default=False),
+    typer.Option(
+        "--op",
+        help="The op-code column; it must exist and is removed. [default: op, or the preset's]",
+        rich_help_panel=MAPPING_PANEL,
+        show_default=False,
+    ),
 ]
 OpMapping = Annotated[
     list[str] | None,
-    typer.Option("--op-mapping", "-m", rich_help_panel=MAPPING_PANEL, show_default=False,
-                 help="'CODES=KIND' (repeatable; codes a comma list) or one JSON object. "
-                      "[default: INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE]"),
+    typer.Option(
+        "--op-mapping",
+        "-m",
+        rich_help_panel=MAPPING_PANEL,
+        show_default=False,
+        help="'CODES=KIND' (repeatable; codes a comma list) or one JSON object. "
+        "[default: INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE]",
+    ),
 ]
 Preset = Annotated[
     str | None,
-    typer.Option("--preset", rich_help_panel=MAPPING_PANEL, show_default=False,
-                 help="Named vocabulary: " + ", ".join(PRESETS) + ". Sets --op and --op-mapping; flags override."),
+    typer.Option(
+        "--preset",
+        rich_help_panel=MAPPING_PANEL,
+        show_default=False,
+        help="Named vocabulary: " + ", ".join(PRESETS) + ". Sets --op and --op-mapping; flags override.",
+    ),
 ]
 Drop = Annotated[
     list[str] | None,
-    typer.Option("--drop", rich_help_panel=MAPPING_PANEL, show_default=False,
-                 help="Drop rows of this kind (repeatable), e.g. --drop UPDATE_BEFORE."),
+    typer.Option(
+        "--drop",
+        rich_help_panel=MAPPING_PANEL,
+        show_default=False,
+        help="Drop rows of this kind (repeatable), e.g. --drop UPDATE_BEFORE.",
+    ),
 ]
 
 UPSERT_NEEDS_KEY = (
-    "an op mapping that produces UPDATE_AFTER without UPDATE_BEFORE describes an upsert changelog "
-    "and requires a key"
+    "an op mapping that produces UPDATE_AFTER without UPDATE_BEFORE describes an upsert changelog and requires a key"
 )
 
 
@@ -72,7 +88,7 @@ def command(
 
       cdc from-changelog samples/orders-ops.csv -o changes.parquet
 
-      cdc from-changelog samples/flat-cdc.jsonl --op __op --op-mapping 'c, r=INSERT' --op-mapping 'u=UPDATE_AFTER' --op-mapping 'd=DELETE' --key id
+      cdc from-changelog samples/flat-cdc.jsonl --op __op -m 'c, r=INSERT' -m u=UPDATE_AFTER -m d=DELETE --key id
 
       cdc from-changelog samples/flat-cdc.jsonl --preset debezium --key id --output-format print
     """
@@ -100,7 +116,16 @@ def command(
         )
         counts = Counts()
         cfg = IOConfig(
-            inputs, output, input_format, output_format, o.split_list(columns), on_error, rejects,
-            stats, progress, kind_column=kind_column, command="from-changelog",
+            inputs,
+            output,
+            input_format,
+            output_format,
+            o.split_list(columns),
+            on_error,
+            rejects,
+            stats,
+            progress,
+            kind_column=kind_column,
+            command="from-changelog",
         )
         run(cfg, lambda reader, reject: from_changelog(reader, spec, counts, reject), counts)

@@ -22,8 +22,12 @@ def byte_progress(paths: Sequence[str], enabled: bool | None) -> Iterator[Callab
     sizes = [input_size(p) for p in paths] or [None]
     total = None if None in sizes else sum(s for s in sizes if s is not None)
     progress = Progress(
-        BarColumn(), DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn(),
-        console=Console(stderr=True), transient=True,
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        TimeRemainingColumn(),
+        console=Console(stderr=True),
+        transient=True,
     )
     task = progress.add_task("reading", total=total)
     with progress:

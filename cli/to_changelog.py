@@ -17,14 +17,23 @@ from cdc.core.stats import Counts
 
 OpName = Annotated[
     str | None,
-    typer.Option("--op", help="Name of the output op column, written first. [default: op, or the preset's]",
-                 rich_help_panel=MAPPING_PANEL, show_default=False),
+    typer.Option(
+        "--op",
+        help="Name of the output op column, written first. [default: op, or the preset's]",
+        rich_help_panel=MAPPING_PANEL,
+        show_default=False,
+    ),
 ]
 OpMapping = Annotated[
     list[str] | None,
-    typer.Option("--op-mapping", "-m", rich_help_panel=MAPPING_PANEL, show_default=False,
-                 help="'KINDS=CODE' (repeatable; kinds a comma list) or one JSON object. Only mapped kinds are "
-                      "written; the rest are dropped. [default: INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE]"),
+    typer.Option(
+        "--op-mapping",
+        "-m",
+        rich_help_panel=MAPPING_PANEL,
+        show_default=False,
+        help="'KINDS=CODE' (repeatable; kinds a comma list) or one JSON object. Only mapped kinds are "
+        "written; the rest are dropped. [default: INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE]",
+    ),
 ]
 
 
@@ -72,7 +81,16 @@ def command(
         )
         counts = Counts()
         cfg = IOConfig(
-            inputs, output, input_format, output_format, o.split_list(columns), on_error, rejects,
-            stats, progress, kind_column=None, command="to-changelog",
+            inputs,
+            output,
+            input_format,
+            output_format,
+            o.split_list(columns),
+            on_error,
+            rejects,
+            stats,
+            progress,
+            kind_column=None,
+            command="to-changelog",
         )
         run(cfg, lambda reader, reject: to_changelog(reader, spec, counts, reject), counts)

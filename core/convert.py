@@ -39,9 +39,9 @@ class ToChangelogSpec:
 
 def type_name(value: object) -> str:
     """A JSON-ish name for a value's type, for messages."""
-    return {
-        bool: "boolean", int: "number", float: "number", str: "string", dict: "object", list: "array"
-    }.get(type(value), type(value).__name__)
+    return {bool: "boolean", int: "number", float: "number", str: "string", dict: "object", list: "array"}.get(
+        type(value), type(value).__name__
+    )
 
 
 def bad_op_code(code: object, column: str, mapping: Mapping[str, RowKind]) -> InputError:
@@ -51,16 +51,11 @@ def bad_op_code(code: object, column: str, mapping: Mapping[str, RowKind]) -> In
             hint="name the op column with --op COLUMN (or pick a --preset)",
         )
     if code is None:
-        return InputError(
-            f"NULL op code in column {column!r}; every changelog row must carry an operation code"
-        )
+        return InputError(f"NULL op code in column {column!r}; every changelog row must carry an operation code")
     if not isinstance(code, str):
-        return InputError(
-            f"op column {column!r} must be of STRING type, but was {type_name(code)} ({code!r})"
-        )
+        return InputError(f"op column {column!r} must be of STRING type, but was {type_name(code)} ({code!r})")
     return InputError(
-        f"invalid op code {code!r} in column {column!r}; "
-        f"defined op codes are {describe_codes(mapping)}",
+        f"invalid op code {code!r} in column {column!r}; defined op codes are {describe_codes(mapping)}",
         hint="map it with --op-mapping 'CODE=KIND', or skip such rows with --on-error skip",
     )
 
@@ -71,18 +66,20 @@ def from_changelog(
     """Append-only rows with an op-code column → changelog rows (kind column first)."""
     op, kc, keys = spec.op_column, spec.kind_column, spec.keys
     # Plain str values keep the hot loop and the JSON encoder on their fastest paths.
-    lookup = {code: (None if kind in spec.drop else kind.value) for code, kind in spec.mapping.items()}
+    lookup: dict[str, str | None] = {
+        code: (None if kind in spec.drop else kind.value) for code, kind in spec.mapping.items()
+    }
     by_kind = counts.by_kind
     for row in rows:
         code = row.get(op, _MISSING)
-        kind = lookup.get(code, _MISSING) if type(code) is str else _MISSING
+        kind = lookup.get(code, _MISSING) if type(code) is str else _MISSING  # type: ignore[call-overload]
         if kind is _MISSING:
             err = bad_op_code(code, op, spec.mapping)
             if reject is None:
                 raise err
             reject(err)
             continue
-        if kind is None:
+        if not isinstance(kind, str):
             counts.dropped += 1
             continue
         if kc != op and kc in row:
@@ -121,8 +118,7 @@ def bad_kind(text: object, kind_column: str) -> InputError:
     if text is _MISSING:
         return InputError(
             f"kind column {kind_column!r} does not exist in this row",
-            hint="changelog rows carry their kind in a column (+I/-U/+U/-D); "
-            "name it with --kind-column NAME",
+            hint="changelog rows carry their kind in a column (+I/-U/+U/-D); name it with --kind-column NAME",
         )
     if text is None:
         return InputError(f"NULL row kind in column {kind_column!r}")
@@ -151,7 +147,7 @@ def to_changelog(
                 raise err
             reject(err)
             continue
-        kind, code = entry
+        kind_text, code = entry
         if code is None:
             counts.dropped += 1
             continue
@@ -165,6 +161,6 @@ def to_changelog(
             out[op] = code
         else:
             del out[kc]
-        by_kind[kind] += 1
+        by_kind[kind_text] += 1
         yield out
     counts.written = sum(by_kind.values())

@@ -16,9 +16,7 @@ from cdc.core.kinds import ALL_KINDS, LONG_NAMES, RowKind, parse_kind_name
 DEFAULT_FROM_MAPPING: dict[str, RowKind] = {k.name: k for k in ALL_KINDS}
 DEFAULT_TO_MAPPING: dict[RowKind, str] = {k: k.name for k in ALL_KINDS}
 
-_COMMA_LIST_HINT = (
-    "map several codes to one operation with a comma-separated key, e.g. --op-mapping 'c, r=INSERT'"
-)
+_COMMA_LIST_HINT = "map several codes to one operation with a comma-separated key, e.g. --op-mapping 'c, r=INSERT'"
 
 
 def split_codes(key: str) -> list[str]:
@@ -38,9 +36,7 @@ def _entries(raw: Sequence[str], *, kind_on_left: bool) -> Iterable[tuple[str, s
             except ValueError as exc:
                 raise UsageError(f"--op-mapping: invalid JSON object {text!r}: {exc}") from exc
             if not isinstance(obj, dict) or not all(isinstance(v, str) for v in obj.values()):
-                raise UsageError(
-                    f"--op-mapping: expected a JSON object of strings, got {text!r}"
-                )
+                raise UsageError(f"--op-mapping: expected a JSON object of strings, got {text!r}")
             yield from obj.items()
             continue
         # Kind names never contain '=', so split on the '=' next to the kind side.
@@ -70,9 +66,7 @@ def parse_from_mapping(raw: Sequence[str]) -> dict[str, RowKind]:
     for key, value in _entries(raw, kind_on_left=False):
         kind = _kind(value, "--op-mapping")
         if kind in seen_kinds:
-            raise UsageError(
-                f"--op-mapping: duplicate change operation {kind.name!r}", hint=_COMMA_LIST_HINT
-            )
+            raise UsageError(f"--op-mapping: duplicate change operation {kind.name!r}", hint=_COMMA_LIST_HINT)
         seen_kinds.add(kind)
         for code in split_codes(key):
             if code in mapping:

@@ -23,38 +23,37 @@ PRESETS: dict[str, Preset] = {
     ),
     "delta-cdf": Preset(
         "_change_type",
-        {"insert": INSERT, "update_preimage": UPDATE_BEFORE,
-         "update_postimage": UPDATE_AFTER, "delete": DELETE},
+        {"insert": INSERT, "update_preimage": UPDATE_BEFORE, "update_postimage": UPDATE_AFTER, "delete": DELETE},
         "Delta Lake change data feed",
     ),
     "iceberg": Preset(
         "_change_type",
-        {"INSERT": INSERT, "UPDATE_BEFORE": UPDATE_BEFORE,
-         "UPDATE_AFTER": UPDATE_AFTER, "DELETE": DELETE},
+        {"INSERT": INSERT, "UPDATE_BEFORE": UPDATE_BEFORE, "UPDATE_AFTER": UPDATE_AFTER, "DELETE": DELETE},
         "Iceberg changelog view (create_changelog_view)",
     ),
     "ducklake": Preset(
         "change_type",
-        {"insert": INSERT, "update_preimage": UPDATE_BEFORE,
-         "update_postimage": UPDATE_AFTER, "delete": DELETE},
+        {"insert": INSERT, "update_preimage": UPDATE_BEFORE, "update_postimage": UPDATE_AFTER, "delete": DELETE},
         "DuckLake table_changes()",
     ),
     "risingwave": Preset(
         "op",
-        {"Insert": INSERT, "UpdateDelete": UPDATE_BEFORE,
-         "UpdateInsert": UPDATE_AFTER, "Delete": DELETE},
+        {"Insert": INSERT, "UpdateDelete": UPDATE_BEFORE, "UpdateInsert": UPDATE_AFTER, "Delete": DELETE},
         "RisingWave subscription cursor",
     ),
     "maxwell": Preset(
-        "type", {"insert": INSERT, "update": UPDATE_AFTER, "delete": DELETE},
+        "type",
+        {"insert": INSERT, "update": UPDATE_AFTER, "delete": DELETE},
         "Maxwell rows (type insert/update/delete); upsert",
     ),
     "canal": Preset(
-        "type", {"INSERT": INSERT, "UPDATE": UPDATE_AFTER, "DELETE": DELETE},
+        "type",
+        {"INSERT": INSERT, "UPDATE": UPDATE_AFTER, "DELETE": DELETE},
         "Canal rows (type INSERT/UPDATE/DELETE); upsert",
     ),
     "ogg": Preset(
-        "op_type", {"I": INSERT, "U": UPDATE_AFTER, "D": DELETE},
+        "op_type",
+        {"I": INSERT, "U": UPDATE_AFTER, "D": DELETE},
         "Oracle GoldenGate rows (op_type I/U/D); upsert",
     ),
     "flink-short": Preset(
@@ -69,6 +68,4 @@ def get_preset(name: str) -> Preset:
     try:
         return PRESETS[name]
     except KeyError:
-        raise UsageError(
-            f"--preset: unknown preset {name!r}; choose one of {', '.join(PRESETS)}"
-        ) from None
+        raise UsageError(f"--preset: unknown preset {name!r}; choose one of {', '.join(PRESETS)}") from None

@@ -156,6 +156,7 @@ class DelimitedWriter:
         self._delimiter = delimiter
         self._specials = frozenset(delimiter + '"\r\n')
         self._columns = ColumnSet(columns)
+        self._header_written = False
 
     def _field(self, text: str | None) -> str:
         if text is None:
@@ -171,14 +172,16 @@ class DelimitedWriter:
         write = self._out.write
         columns = self._columns
         for row in rows:
-            if not columns.fixed:
-                columns.fix(row)
+            if not self._header_written:
+                if not columns.fixed:
+                    columns.fix(row)
                 write(self._line(columns.names))
+                self._header_written = True
             columns.check(row)
             write(self._line([format_value(row.get(c)) for c in columns.names]))
 
     def close(self) -> None:
-        if not self._columns.fixed and self._columns.names:
+        if not self._header_written and self._columns.names:
             self._out.write(self._line(self._columns.names))
         self._out.flush()
         self._out.detach()

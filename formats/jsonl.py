@@ -20,7 +20,7 @@ BOM = b"\xef\xbb\xbf"
 _LONG_DIGITS = re.compile(rb"\d{20}")
 
 
-def _loads_exact(line: bytes) -> Any:
+def _loads_exact(line: bytes | str) -> Any:
     """orjson stops at 64-bit integers; the standard library keeps larger ones exact."""
     return json.loads(line)
 
@@ -45,7 +45,7 @@ def dumps(row: Any) -> bytes:
         pass
     # Integers beyond 64 bits: the standard library writes them exactly.
     try:
-        return json.dumps(row, ensure_ascii=False, default=_std_default).encode() + b"\n"
+        return json.dumps(row, ensure_ascii=False, separators=(",", ":"), default=_std_default).encode() + b"\n"
     except (TypeError, ValueError) as exc:
         raise InputError(f"cannot write this row as JSON: {exc}") from exc
 

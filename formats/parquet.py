@@ -120,15 +120,12 @@ class ParquetWriter:
         try:
             inferred = pa.array([r.get(name) for r in rows]).type
         except (pa.ArrowException, TypeError, ValueError, OverflowError) as exc:
-            raise InputError(
-                f"column {name!r} mixes value types and cannot be written to Parquet ({exc})"
-            ) from exc
+            raise InputError(f"column {name!r} mixes value types and cannot be written to Parquet ({exc})") from exc
         return pa.string() if pa.types.is_null(inferred) else inferred
 
     def close(self) -> None:
-        if self._buffer or self._schema is None:
-            if self._columns.names:
-                self._flush()
+        if (self._buffer or self._schema is None) and self._columns.names:
+            self._flush()
         if self._writer is not None:
             self._writer.close()
         self._stream.flush()

@@ -19,8 +19,14 @@ from cdc.formats.streams import (
 INPUT_FORMATS = ("jsonl", "csv", "tsv", "parquet")
 OUTPUT_FORMATS = ("jsonl", "csv", "tsv", "parquet", "print", "table")
 SUFFIXES = {
-    ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl",
-    ".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".parquet": "parquet", ".pq": "parquet",
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".json": "jsonl",
+    ".csv": "csv",
+    ".tsv": "tsv",
+    ".tab": "tsv",
+    ".parquet": "parquet",
+    ".pq": "parquet",
 }
 DELIMITERS = {"csv": ",", "tsv": "\t"}
 
@@ -57,9 +63,7 @@ def input_format(path: str, explicit: str | None, choices: Sequence[str] = INPUT
 def output_format(path: str, explicit: str | None) -> str:
     if explicit:
         if explicit not in OUTPUT_FORMATS:
-            raise UsageError(
-                f"--output-format: unknown format {explicit!r}; choose one of {', '.join(OUTPUT_FORMATS)}"
-            )
+            raise UsageError(f"--output-format: unknown format {explicit!r}; choose one of {', '.join(OUTPUT_FORMATS)}")
         return explicit
     if path == STDIO:
         return "jsonl"

@@ -20,12 +20,14 @@ class Rejects:
 
     def __call__(self, err: InputError) -> None:
         self.count += 1
+        if self.reader is not None:
+            err.located(self.reader.location())
         if self.first is None:
             self.first = err
         if self._output is None:
             return
         reader = self.reader
-        where = err.where if err.where is not None else (reader.location() if reader else None)
+        where = err.where
         record = {
             "file": where.source if where else None,
             "line": where.number if where else None,

@@ -24,6 +24,5 @@ class ColumnSet:
             new = [k for k in row if k not in self._set]
             raise InputError(
                 f"column {new[0]!r} is not in the output schema {self.names}",
-                hint="the first row fixes the columns of CSV and Parquet output; "
-                "list them all with --columns a,b,c",
+                hint="the first row fixes the columns of CSV and Parquet output; list them all with --columns a,b,c",
             )

@@ -90,7 +90,7 @@ def open_input(path: str, on_bytes: OnBytes | None = None) -> io.BufferedReader:
     except OSError as exc:
         raise UsageError(f"cannot open {path!r}: {exc.strerror}") from exc
     if on_bytes is not None:
-        raw = _CountingRaw(raw, on_bytes)
+        raw = cast(IO[bytes], _CountingRaw(raw, on_bytes))
     return io.BufferedReader(cast(Any, raw), READ_BUFFER)
 
 
@@ -102,9 +102,12 @@ def decompressed(stream: io.BufferedReader) -> BinaryIO:
     if head == ZSTD_MAGIC:
         import pyarrow as pa  # zstd comes with pyarrow; no extra dependency for it
 
-        return cast(BinaryIO, io.BufferedReader(
-            cast(Any, pa.CompressedInputStream(pa.PythonFile(stream, mode="r"), "zstd")), READ_BUFFER
-        ))
+        return cast(
+            BinaryIO,
+            io.BufferedReader(
+                cast(Any, pa.CompressedInputStream(pa.PythonFile(stream, mode="r"), "zstd")), READ_BUFFER
+            ),
+        )
     return cast(BinaryIO, stream)
 
 
@@ -122,9 +125,7 @@ class Output:
             folder = os.path.dirname(os.path.abspath(path))
             if not os.path.isdir(folder):
                 raise UsageError(f"cannot write {path!r}: folder {folder!r} does not exist")
-            fd, self._tmp = tempfile.mkstemp(
-                dir=folder, prefix=f".{os.path.basename(path)}.", suffix=".tmp"
-            )
+            fd, self._tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
             self._file = os.fdopen(fd, "wb", buffering=READ_BUFFER)
         compression = compression_of(path) if path != STDIO else None
         if compression == "gzip":

@@ -1,0 +1,108 @@
+"""Bad input: exact message shape (cdc: error: FILE:LINE: …), exit codes, never a traceback."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import pytest
+from helpers import invoke, run_cdc, write_jsonl
+
+
+def fail(args: list[str], code: int) -> str:
+    result = run_cdc(args)
+    err = result.stderr.decode()
+    assert result.returncode == code, err
+    assert "Traceback" not in err
+    assert err.startswith("cdc: error: "), err
+    return err
+
+
+def test_unknown_op_code_names_the_line_and_the_defined_codes(tmp_path: Path) -> None:
+    f = write_jsonl(tmp_path / "in.jsonl", [{"op": "INSERT", "id": 1}, {"op": "UPSERT", "id": 2}])
+    err = fail(["from-changelog", f], 3)
+    assert (
+        f"{f}:2: invalid op code 'UPSERT' in column 'op'; defined op codes are "
+        "[INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE]" in err
+    )
+    assert "hint:" in err
+
+
+def test_null_op_code(tmp_path: Path) -> None:
+    f = write_jsonl(tmp_path / "in.jsonl", [{"op": None}])
+    assert f"{f}:1: NULL op code in column 'op'" in fail(["from-changelog", f], 3)
+
+
+def test_op_column_missing_and_not_a_string(tmp_path: Path) -> None:
+    f = write_jsonl(tmp_path / "in.jsonl", [{"id": 1}])
+    assert f"{f}:1: op column 'op' does not exist" in fail(["from-changelog", f], 3)
+    g = write_jsonl(tmp_path / "num.jsonl", [{"op": 7}])
+    assert f"{g}:1: op column 'op' must be of STRING type, but was number (7)" in fail(["from-changelog", g], 3)
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b'{"op": "INSERT"}\n{"op": "INSERT", "id": \n', "invalid JSON (truncated line?)"),
+        (b'{"op": "INSERT"}\n[1, 2]\n', "expected a JSON object, found list"),
+        (b'{"op": "INSERT"}\n"text"\n', "expected a JSON object, found str"),
+        (b'{"op": "INSERT"}\n{"op": "INSERT", "name": "\xff\xfe"}\n', "invalid UTF-8"),
+    ],
+)
+def test_bad_json_lines(tmp_path: Path, content: bytes, message: str) -> None:
+    f = tmp_path / "bad.jsonl"
+    f.write_bytes(content)
+    assert f"{f}:2: {message}" in fail(["from-changelog", str(f)], 3)
+
+
+def test_ragged_csv_row_names_its_line(tmp_path: Path) -> None:
+    f = tmp_path / "bad.csv"
+    f.write_text("id,op\n1,INSERT\n2,INSERT,extra\n3,DELETE\n")
+    assert f"{f}:3: ragged CSV row: expected 2 fields" in fail(["from-changelog", str(f)], 3)
+
+
+def test_corrupt_and_truncated_parquet(tmp_path: Path) -> None:
+    from helpers import write_parquet
+
+    good = write_parquet(tmp_path / "good.parquet", [{"op": "INSERT", "id": i} for i in range(100)])
+    bad = tmp_path / "bad.parquet"
+    bad.write_bytes(good.read_bytes()[:-30])
+    assert f"{bad}: not a valid Parquet file" in fail(["from-changelog", str(bad)], 3)
+    junk = tmp_path / "junk.parquet"
+    junk.write_bytes(b"hello world, not parquet at all")
+    assert "not a valid Parquet file" in fail(["from-changelog", str(junk)], 3)
+
+
+def test_usage_errors_exit_2(tmp_path: Path) -> None:
+    f = write_jsonl(tmp_path / "in.jsonl", [{"op": "c"}])
+    err = fail(["from-changelog", f, "-m", "c=INSERT", "-m", "r=INSERT"], 2)
+    assert "duplicate change operation 'INSERT'" in err and "'c, r=INSERT'" in err
+    assert "unknown change operation 'UPSERT'" in fail(["from-changelog", f, "-m", "c=UPSERT"], 2)
+    assert "input file" in fail(["from-changelog", str(tmp_path / "missing.jsonl")], 2)
+    assert "cannot tell the output format" in fail(["from-changelog", str(tmp_path / "in.jsonl"), "-o", "x.weird"], 2)
+    assert "unknown preset" in fail(["from-changelog", f, "--preset", "nope"], 2)
+    assert "--rejects needs --on-error skip" in fail(["from-changelog", f, "--rejects", str(tmp_path / "r.jsonl")], 2)
+
+
+def test_upsert_mapping_without_key_is_a_usage_error(tmp_path: Path) -> None:
+    f = write_jsonl(tmp_path / "in.jsonl", [{"op": "c"}])
+    err = fail(["from-changelog", f, "-m", "c=INSERT", "-m", "u=UPDATE_AFTER"], 2)
+    assert "requires a key" in err and "--key" in err
+
+
+def test_bad_flag_values_are_usage_errors() -> None:
+    result = invoke(["from-changelog", "--on-error", "SKIP"])
+    assert result.exit_code == 2
+
+
+def test_verbose_shows_the_traceback(tmp_path: Path) -> None:
+    f = write_jsonl(tmp_path / "in.jsonl", [{"op": None}])
+    result = run_cdc(["from-changelog", f, "--verbose"])
+    assert result.returncode == 3
+    assert b"Traceback" in result.stderr
+
+
+def test_gzip_input_errors_still_name_the_line(tmp_path: Path) -> None:
+    f = tmp_path / "in.jsonl.gz"
+    f.write_bytes(gzip.compress(b'{"op": "INSERT"}\n{"op": "NOPE"}\n'))
+    assert f"{f}:2: invalid op code 'NOPE'" in fail(["from-changelog", str(f)], 3)

@@ -1,0 +1,238 @@
+"""Streams and files: stdin/stdout, formats, compression, atomic -o, pipes, skip accounting."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from helpers import (
+    SAMPLES,
+    cdc_executable,
+    invoke,
+    parse_jsonl,
+    read_csv,
+    read_jsonl,
+    read_parquet,
+    run_cdc,
+    write_jsonl,
+    write_parquet,
+)
+
+ROWS = [
+    {"id": 1, "name": "Alice", "note": None, "tag": "", "zip": "007", "ok": True, "n": 1.5},
+    {"id": 2, "name": "Bob", "note": "x,y", "tag": 'q"t', "zip": "010", "ok": False, "n": -2},
+]
+
+
+def changelog(rows: list[dict[str, object]], kind: str = "+I") -> list[dict[str, object]]:
+    return [{"op": kind, **r} for r in rows]
+
+
+def test_stdin_to_stdout_and_default_round_trip() -> None:
+    data = "".join(json.dumps(r) + "\n" for r in changelog(ROWS))
+    to = run_cdc(["to-changelog"], stdin=data.encode())
+    assert to.returncode == 0, to.stderr
+    assert [r["op"] for r in parse_jsonl(to.stdout)] == ["INSERT", "INSERT"]
+    back = run_cdc(["from-changelog", "-"], stdin=to.stdout)
+    assert parse_jsonl(back.stdout) == changelog(ROWS)
+
+
+def test_values_pass_through_jsonl_unchanged(tmp_path: Path) -> None:
+    big = {"op": "INSERT", "big": 123456789012345678901234567890, "neg": -98765432109876543210, "f": 0.1, "s": "0042"}
+    f = write_jsonl(tmp_path / "in.jsonl", [big])
+    out = run_cdc(["from-changelog", f])
+    assert (
+        out.stdout
+        == b'{"op":"+I","big":123456789012345678901234567890,"neg":-98765432109876543210,"f":0.1,"s":"0042"}\n'
+    )
+
+
+def test_null_and_empty_string_survive_a_csv_round_trip(tmp_path: Path) -> None:
+    f = write_jsonl(tmp_path / "in.jsonl", changelog(ROWS))
+    csv_file = tmp_path / "mid.csv"
+    assert run_cdc(["to-changelog", f, "-o", csv_file]).returncode == 0
+    text = csv_file.read_text()
+    assert 'INSERT,1,Alice,,"",007,true,1.5' in text
+    back = run_cdc(["from-changelog", csv_file])
+    rows = parse_jsonl(back.stdout)
+    assert [(r["note"], r["tag"], r["zip"]) for r in rows] == [(None, "", "007"), ("x,y", 'q"t', "010")]
+
+
+def test_tsv_output_and_input(tmp_path: Path) -> None:
+    f = write_jsonl(tmp_path / "in.jsonl", changelog(ROWS))
+    tsv = tmp_path / "out.tsv"
+    assert run_cdc(["to-changelog", f, "-o", tsv]).returncode == 0
+    assert read_csv(tsv, "\t")[1]["note"] == "x,y"
+
+
+def test_parquet_keeps_types_and_reads_from_stdin(tmp_path: Path) -> None:
+    src = write_parquet(tmp_path / "in.parquet", changelog(ROWS))
+    out = tmp_path / "out.parquet"
+    assert run_cdc(["to-changelog", src, "-o", out]).returncode == 0
+    assert read_parquet(out)[0] == {"op": "INSERT", **ROWS[0]}
+    piped = run_cdc(["to-changelog", "--output-format", "parquet"], stdin=src.read_bytes())
+    assert piped.returncode == 0, piped.stderr
+    (tmp_path / "piped.parquet").write_bytes(piped.stdout)
+    assert read_parquet(tmp_path / "piped.parquet") == read_parquet(out)
+
+
+def test_csv_to_parquet_to_jsonl(tmp_path: Path) -> None:
+    out = tmp_path / "orders.parquet"
+    assert run_cdc(["from-changelog", SAMPLES / "orders-ops.csv", "-o", out]).returncode == 0
+    rows = read_parquet(out)
+    assert [r["op"] for r in rows] == ["+I", "+I", "-U", "+U", "+I", "-D", "-U", "+U"]
+    assert rows[4]["amount"] is None and rows[7]["status"] == ""
+
+
+def test_compressed_inputs_and_outputs(tmp_path: Path) -> None:
+    f = write_jsonl(tmp_path / "in.jsonl", changelog(ROWS))
+    for suffix in ("gz", "zst"):
+        out = tmp_path / f"out.jsonl.{suffix}"
+        assert run_cdc(["to-changelog", f, "-o", out]).returncode == 0
+        raw = out.read_bytes()
+        assert raw[:2] == b"\x1f\x8b" if suffix == "gz" else raw[:4] == b"\x28\xb5\x2f\xfd"
+        back = run_cdc(["from-changelog", out])
+        assert parse_jsonl(back.stdout) == changelog(ROWS)
+        piped = run_cdc(["from-changelog"], stdin=raw)  # sniffed on stdin too
+        assert parse_jsonl(piped.stdout) == changelog(ROWS)
+    assert gzip.decompress((tmp_path / "out.jsonl.gz").read_bytes()).startswith(b'{"op":"INSERT"')
+
+
+def test_bom_crlf_blank_lines_and_empty_input(tmp_path: Path) -> None:
+    f = tmp_path / "in.jsonl"
+    f.write_bytes(b'\xef\xbb\xbf{"op": "INSERT", "id": 1}\r\n\r\n\n{"op": "DELETE", "id": 1}\r\n')
+    assert parse_jsonl(run_cdc(["from-changelog", f]).stdout) == [{"op": "+I", "id": 1}, {"op": "-D", "id": 1}]
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"")
+    result = run_cdc(["from-changelog", empty])
+    assert (result.returncode, result.stdout) == (0, b"")
+
+
+def test_several_inputs_are_one_stream(tmp_path: Path) -> None:
+    a = write_jsonl(tmp_path / "a.jsonl", [{"op": "INSERT", "id": 1}])
+    b = write_parquet(tmp_path / "b.parquet", [{"op": "DELETE", "id": 1}])
+    out = run_cdc(["from-changelog", a, b, "--stats"])
+    assert parse_jsonl(out.stdout) == [{"op": "+I", "id": 1}, {"op": "-D", "id": 1}]
+    assert b"read 2, wrote 2 (+I 1, -D 1)" in out.stderr
+
+
+def test_failed_run_leaves_the_old_output_and_no_temp_file(tmp_path: Path) -> None:
+    f = write_jsonl(tmp_path / "in.jsonl", [{"op": "INSERT"}] * 3 + [{"op": "BAD"}])
+    out = tmp_path / "out.jsonl"
+    out.write_text("previous content\n")
+    assert run_cdc(["from-changelog", f, "-o", out]).returncode == 3
+    assert out.read_text() == "previous content\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl", "out.jsonl"]
+
+
+def test_new_column_in_csv_output_is_named(tmp_path: Path) -> None:
+    f = write_jsonl(tmp_path / "in.jsonl", [{"op": "INSERT", "a": 1}, {"op": "INSERT", "a": 2, "b": 3}])
+    result = run_cdc(["from-changelog", f, "-o", tmp_path / "out.csv"])
+    assert result.returncode == 3
+    assert f"{f}:2: column 'b' is not in the output schema".encode() in result.stderr
+    ok = run_cdc(["from-changelog", f, "-o", tmp_path / "out.csv", "--columns", "op,a,b"])
+    assert ok.returncode == 0
+    assert read_csv(tmp_path / "out.csv") == [{"op": "+I", "a": "1", "b": None}, {"op": "+I", "a": "2", "b": "3"}]
+
+
+def test_skip_accounts_for_every_record(tmp_path: Path) -> None:
+    f = tmp_path / "in.jsonl"
+    f.write_text(
+        '{"op": "INSERT", "id": 1}\nnot json\n{"op": null, "id": 3}\n{"op": "UPSERT", "id": 4}\n'
+        '[5]\n{"op": "DELETE", "id": 6}\n'
+    )
+    rejects = tmp_path / "rejects.jsonl"
+    result = run_cdc(["from-changelog", f, "--on-error", "skip", "--rejects", rejects, "--stats"])
+    assert result.returncode == 0, result.stderr
+    assert [r["id"] for r in parse_jsonl(result.stdout)] == [1, 6]
+    rejected = read_jsonl(rejects)
+    assert [r["line"] for r in rejected] == [2, 3, 4, 5]
+    assert rejected[0]["raw"] == "not json" and "invalid JSON" in rejected[0]["error"]
+    assert rejected[2]["error"].startswith("invalid op code 'UPSERT'")
+    assert b"read 6, wrote 2 (+I 1, -D 1), skipped 4" in result.stderr
+    assert b"skipped 4 bad record(s)" in result.stderr
+
+
+def test_skip_without_rejects_file_still_reports(tmp_path: Path) -> None:
+    f = write_jsonl(tmp_path / "in.jsonl", [{"op": "INSERT"}, {"op": "X"}])
+    result = run_cdc(["from-changelog", f, "--on-error", "skip"])
+    assert result.returncode == 0
+    assert b"skipped 1 bad record(s) (first: " in result.stderr and b"in.jsonl:2" in result.stderr
+
+
+def test_presets_set_the_op_column_and_mapping() -> None:
+    result = run_cdc(["from-changelog", SAMPLES / "flat-cdc.jsonl", "--preset", "debezium", "--key", "id"])
+    rows = parse_jsonl(result.stdout)
+    assert [r["op"] for r in rows] == ["+I", "+I", "+I", "+U", "-D", "+U", "+I"]
+    assert list(rows[0])[:2] == ["op", "id"] and "__op" not in rows[0]
+    missing_key = run_cdc(["from-changelog", SAMPLES / "flat-cdc.jsonl", "--preset", "debezium"])
+    assert missing_key.returncode == 2
+
+
+def test_delta_cdf_preset_round_trip(tmp_path: Path) -> None:
+    changes = changelog(ROWS[:1], "+I") + changelog(ROWS[:1], "-U") + changelog(ROWS[1:], "+U")
+    f = write_jsonl(tmp_path / "in.jsonl", changes)
+    cdf = run_cdc(["to-changelog", f, "--preset", "delta-cdf"])
+    assert [r["_change_type"] for r in parse_jsonl(cdf.stdout)] == ["insert", "update_preimage", "update_postimage"]
+    back = run_cdc(["from-changelog", "--preset", "delta-cdf"], stdin=cdf.stdout)
+    assert parse_jsonl(back.stdout) == changes
+
+
+def test_print_output_like_flinks_print_connector(tmp_path: Path) -> None:
+    f = write_jsonl(
+        tmp_path / "in.jsonl",
+        [{"id": 1, "op": "INSERT", "name": "Alice", "x": None}, {"id": 1, "op": "DELETE", "name": "Alice", "x": 2.5}],
+    )
+    assert run_cdc(["from-changelog", f, "-f", "print"]).stdout == b"+I[1, Alice, null]\n-D[1, Alice, 2.5]\n"
+
+
+def test_table_output_for_people(tmp_path: Path) -> None:
+    f = write_jsonl(tmp_path / "in.jsonl", [{"op": "INSERT", "name": "Alice"}])
+    result = invoke(["from-changelog", str(f), "-f", "table"])
+    assert result.exit_code == 0 and "Alice" in result.stdout and "+I" in result.stdout
+
+
+def test_closed_pipe_ends_quietly(tmp_path: Path) -> None:
+    f = write_jsonl(tmp_path / "big.jsonl", [{"op": "INSERT", "id": i, "pad": "x" * 50} for i in range(100_000)])
+    cmd = " ".join(cdc_executable()) + f" from-changelog {f} | head -1"
+    result = subprocess.run(["bash", "-o", "pipefail", "-c", cmd], capture_output=True, timeout=120)
+    assert result.stdout.count(b"\n") == 1
+    assert result.stderr == b"", result.stderr
+    assert result.returncode == 0
+
+
+def test_interrupt_exits_130_and_leaves_no_partial_output(tmp_path: Path) -> None:
+    rows = "".join(json.dumps({"op": "INSERT", "id": i}) + "\n" for i in range(200))
+    out = tmp_path / "out.jsonl"
+    out.write_text("old\n")
+    proc = subprocess.Popen(
+        [*cdc_executable(), "from-changelog", "-", "-o", str(out)], stdin=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    assert proc.stdin is not None
+    proc.stdin.write(rows.encode())
+    proc.stdin.flush()
+    time.sleep(1.0)  # stdin stays open: cdc is mid-stream, waiting for more input
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert b"Traceback" not in err
+    assert out.read_text() == "old\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.jsonl"]
+
+
+def test_help_lists_every_command_and_examples() -> None:
+    top = invoke(["--help"])
+    assert "from-changelog" in top.stdout and "to-changelog" in top.stdout
+    for command in ("from-changelog", "to-changelog"):
+        assert "Examples" in invoke([command, "--help"]).stdout
+
+
+def test_python_dash_m_works() -> None:
+    result = subprocess.run([sys.executable, "-m", "cdc", "--version"], capture_output=True, env=dict(os.environ))
+    assert result.stdout.startswith(b"cdc ")
