@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from cdc import __version__
-from cdc.cli import from_changelog, to_changelog
+from cdc.cli import debezium_decode, debezium_encode, from_changelog, to_changelog
 
 app = typer.Typer(
     name="cdc",
@@ -40,6 +40,12 @@ app.command("from-changelog", short_help="Op-coded append-only rows → changelo
 )
 app.command("to-changelog", short_help="Changelog rows → append-only rows with an op column (Flink TO_CHANGELOG).")(
     to_changelog.command
+)
+app.command("debezium-decode", short_help="Debezium JSON change events → changelog rows (Flink debezium-json).")(
+    debezium_decode.command
+)
+app.command("debezium-encode", short_help="Changelog rows → Debezium JSON events (one u event per update).")(
+    debezium_encode.command
 )
 
 

@@ -39,6 +39,16 @@ class IOConfig:
         return list(self.inputs) if self.inputs else [STDIO]
 
 
+CHANGELOG_INPUTS = (*INPUT_FORMATS, "debezium")
+
+
+def changelog_readers(kind_column: str) -> dict[str, Callable[..., RowReader]]:
+    """``--input-format debezium``: any command that reads changelog rows can read Debezium events."""
+    from cdc.formats.debezium import DebeziumDecoder, DebeziumOptions
+
+    return {"debezium": DebeziumDecoder(DebeziumOptions(kind_column=kind_column)).reader}
+
+
 def make_writer(out: Output, fmt: str, cfg: IOConfig, reader: RowReader, title: str | None = None) -> RowWriter:
     if fmt == "table":
         from cdc.cli.table import TableWriter
@@ -46,7 +56,7 @@ def make_writer(out: Output, fmt: str, cfg: IOConfig, reader: RowReader, title: 
         return TableWriter(cfg.kind_column, title)
     hints: dict[str, Any] | None = None
     if fmt == "parquet" and reader.arrow_schema is not None:
-        hints = {f.name: f.type for f in reader.arrow_schema}
+        hints = {f.name: f.type for f in reader.arrow_schema}  # a schema, or a list of fields
     return open_writer(out.stream, fmt, cfg.columns or None, cfg.kind_column, hints)
 
 
@@ -57,7 +67,7 @@ def run(
     *,
     readers: dict[str, Callable[..., RowReader]] | None = None,
     input_choices: Sequence[str] = INPUT_FORMATS,
-    summary: Callable[[], str] | None = None,
+    summary: Callable[[int], str] | None = None,
 ) -> None:
     """Read, transform, write; on any failure the ``-o`` target keeps its old content."""
     if cfg.rejects and cfg.on_error != OnError.skip:
@@ -97,11 +107,11 @@ def _abort(out: Output, rejects: Rejects | None) -> None:
 
 
 def report(
-    cfg: IOConfig, counts: Counts, read: int, rejects: Rejects | None, summary: Callable[[], str] | None = None
+    cfg: IOConfig, counts: Counts, read: int, rejects: Rejects | None, summary: Callable[[int], str] | None = None
 ) -> None:
     """Skips are always reported; the full summary with ``--stats``."""
     if cfg.stats:
-        say(f"cdc: {cfg.command}: " + (summary() if summary else counts.summary(read)))
+        say(f"cdc: {cfg.command}: " + (summary(read) if summary else counts.summary(read)))
     if rejects is not None and rejects.count:
         where = f"; written to {cfg.rejects}" if cfg.rejects else "; keep them with --rejects FILE"
         first = f" (first: {rejects.first})" if rejects.first else ""

@@ -9,7 +9,7 @@ import typer
 from cdc.cli import options as o
 from cdc.cli.errors import reported_errors
 from cdc.cli.from_changelog import MAPPING_PANEL, Drop, Preset
-from cdc.cli.pipeline import IOConfig, run
+from cdc.cli.pipeline import CHANGELOG_INPUTS, IOConfig, changelog_readers, run
 from cdc.core.convert import ToChangelogSpec, to_changelog
 from cdc.core.mapping import parse_kinds, parse_to_mapping, reverse_mapping
 from cdc.core.presets import get_preset
@@ -64,6 +64,8 @@ def command(
       cdc to-changelog changes.jsonl --op deleted --op-mapping 'INSERT, UPDATE_AFTER=false' --op-mapping 'DELETE=true'
 
       cdc from-changelog samples/orders-ops.csv | cdc to-changelog --preset delta-cdf -o cdf.parquet
+
+      cdc to-changelog --input-format debezium samples/mysql-inventory.jsonl -f csv
     """
     with reported_errors(verbose):
         chosen = get_preset(preset) if preset else None
@@ -93,4 +95,10 @@ def command(
             kind_column=None,
             command="to-changelog",
         )
-        run(cfg, lambda reader, reject: to_changelog(reader, spec, counts, reject), counts)
+        run(
+            cfg,
+            lambda reader, reject: to_changelog(reader, spec, counts, reject),
+            counts,
+            readers=changelog_readers(kind_column),
+            input_choices=CHANGELOG_INPUTS,
+        )

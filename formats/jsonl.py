@@ -70,6 +70,11 @@ class JsonlReader(RowReader):
         return self._raw.decode("utf-8", "backslashreplace").rstrip("\r\n")
 
     def __iter__(self) -> Iterator[Row]:
+        return self.parsed(tombstones=False)  # type: ignore[return-value]
+
+    def parsed(self, tombstones: bool) -> Iterator[Row | None]:
+        """JSON objects, one per line. With ``tombstones``, blank lines and ``null`` yield None
+        (Kafka tombstones in a topic dump) instead of being skipped or rejected."""
         loads = orjson.loads
         long_digits = _LONG_DIGITS.search
         line_no = 0
@@ -81,22 +86,31 @@ class JsonlReader(RowReader):
                 row = loads(line) if long_digits(line) is None else _loads_exact(line)
             except (orjson.JSONDecodeError, ValueError):
                 if not line.strip():
+                    if tombstones:
+                        self.line, self._raw = line_no, line
+                        self.records += 1
+                        yield None
                     continue  # blank lines are allowed between records
                 self.line, self._raw = line_no, line
                 self.records += 1
                 row = self._decode_slow(line)
                 if row is None:
                     continue
+            self.line, self._raw = line_no, line
+            self.records += 1
             if type(row) is not dict:
-                self.line, self._raw = line_no, line
-                self.records += 1
+                if row is None and tombstones:
+                    yield None
+                    continue
                 what = "null" if row is None else type(row).__name__
                 self.bad_record(InputError(f"expected a JSON object, found {what}: {_clip(line)}"))
                 continue
-            self.line, self._raw = line_no, line
-            self.records += 1
             yield row
         self.line = line_no
+
+    @property
+    def raw_bytes(self) -> bytes:
+        return self._raw
 
     def _decode_slow(self, line: bytes) -> Any:
         """The error path: big integers, or a real error with a useful message."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterable
 from typing import Any, BinaryIO
 
@@ -25,7 +26,25 @@ def print_value(value: Any) -> str:
         return "[" + ", ".join(print_value(v) for v in value) + "]"
     if isinstance(value, int | float):
         return orjson.dumps(value).decode()
+    if isinstance(value, dt.datetime):
+        text = f"{value.date().isoformat()}T{java_time(value.time())}"
+        return text + ("Z" if value.tzinfo is not None and value.utcoffset() == dt.timedelta(0) else "")
+    if isinstance(value, dt.time):
+        return java_time(value)
+    if isinstance(value, dt.date):
+        return value.isoformat()
     return str(value)
+
+
+def java_time(value: dt.time) -> str:
+    """``LocalTime.toString``: seconds only when set, fractions in groups of three digits."""
+    text = f"{value.hour:02d}:{value.minute:02d}"
+    if value.second or value.microsecond:
+        text += f":{value.second:02d}"
+    if value.microsecond:
+        micros = f"{value.microsecond:06d}"
+        text += "." + (micros[:3] if micros.endswith("000") else micros)
+    return text
 
 
 class PrintWriter:

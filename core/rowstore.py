@@ -1,0 +1,96 @@
+"""Live rows kept by key (or as a multiset), for commands that must remember what they saw."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from cdc.core.errors import InputError
+
+Row = dict[str, Any]
+Key = tuple[Any, ...]
+
+
+def hashable(value: Any) -> Any:
+    """A hashable stand-in for a JSON value (nested objects and arrays included)."""
+    if isinstance(value, dict):
+        return ("{}", tuple((k, hashable(v)) for k, v in value.items()))
+    if isinstance(value, list):
+        return ("[]", tuple(hashable(v) for v in value))
+    return value
+
+
+def key_getter(columns: Sequence[str]) -> Any:
+    """A function row → key tuple; a missing key column is an input error."""
+    cols = tuple(columns)
+
+    def key_of(row: Mapping[str, Any]) -> Key:
+        try:
+            return tuple(hashable(row[c]) for c in cols)
+        except KeyError as exc:
+            raise InputError(f"key column {exc.args[0]!r} does not exist in this row") from None
+
+    return key_of
+
+
+def row_identity(row: Mapping[str, Any], ignore: str | None = None) -> Key:
+    """A whole row as a hashable value (column order does not matter)."""
+    return tuple(sorted((k, hashable(v)) for k, v in row.items() if k != ignore))
+
+
+class KeyedRows:
+    """One live row per key, in first-insertion order."""
+
+    def __init__(self, columns: Sequence[str]):
+        self.columns = tuple(columns)
+        self.key_of = key_getter(columns)
+        self.rows: dict[Key, Row] = {}
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def get(self, key: Key) -> Row | None:
+        return self.rows.get(key)
+
+    def put(self, key: Key, row: Row) -> None:
+        self.rows[key] = row
+
+    def pop(self, key: Key) -> Row | None:
+        return self.rows.pop(key, None)
+
+    def values(self) -> Iterator[Row]:
+        return iter(self.rows.values())
+
+
+class MultisetRows:
+    """Rows without a key: each distinct row with its multiplicity, in first-insertion order."""
+
+    def __init__(self) -> None:
+        self.rows: dict[Key, list[Any]] = {}  # identity → [row, count]
+
+    def __len__(self) -> int:
+        return sum(entry[1] for entry in self.rows.values())
+
+    def add(self, row: Row, identity: Key | None = None) -> None:
+        ident = row_identity(row) if identity is None else identity
+        entry = self.rows.get(ident)
+        if entry is None:
+            self.rows[ident] = [row, 1]
+        else:
+            entry[1] += 1
+
+    def remove(self, row: Row, identity: Key | None = None) -> bool:
+        """Remove one copy; False when there was none."""
+        ident = row_identity(row) if identity is None else identity
+        entry = self.rows.get(ident)
+        if entry is None:
+            return False
+        entry[1] -= 1
+        if entry[1] == 0:
+            del self.rows[ident]
+        return True
+
+    def values(self) -> Iterator[Row]:
+        for row, count in self.rows.values():
+            for _ in range(count):
+                yield row
