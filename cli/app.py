@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from cdc import __version__
-from cdc.cli import debezium_decode, debezium_encode, from_changelog, to_changelog
+from cdc.cli import debezium_decode, debezium_encode, from_changelog, inspect_cmd, materialize, to_changelog
 
 app = typer.Typer(
     name="cdc",
@@ -46,6 +46,12 @@ app.command("debezium-decode", short_help="Debezium JSON change events → chang
 )
 app.command("debezium-encode", short_help="Changelog rows → Debezium JSON events (one u event per update).")(
     debezium_encode.command
+)
+app.command("materialize", short_help="Apply a changelog to in-memory state → the table (time travel, CI diffs).")(
+    materialize.command
+)
+app.command("inspect", short_help="What kind of changelog is this? Kinds, mode, counts, keys, consistency.")(
+    inspect_cmd.command
 )
 
 

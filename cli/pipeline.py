@@ -49,13 +49,13 @@ def changelog_readers(kind_column: str) -> dict[str, Callable[..., RowReader]]:
     return {"debezium": DebeziumDecoder(DebeziumOptions(kind_column=kind_column)).reader}
 
 
-def make_writer(out: Output, fmt: str, cfg: IOConfig, reader: RowReader, title: str | None = None) -> RowWriter:
+def make_writer(out: Output, fmt: str, cfg: IOConfig, reader: RowReader | None, title: str | None = None) -> RowWriter:
     if fmt == "table":
         from cdc.cli.table import TableWriter
 
         return TableWriter(cfg.kind_column, title)
     hints: dict[str, Any] | None = None
-    if fmt == "parquet" and reader.arrow_schema is not None:
+    if fmt == "parquet" and reader is not None and reader.arrow_schema is not None:
         hints = {f.name: f.type for f in reader.arrow_schema}  # a schema, or a list of fields
     return open_writer(out.stream, fmt, cfg.columns or None, cfg.kind_column, hints)
 
@@ -98,6 +98,51 @@ def run(
             raise
     counts.skipped = rejects.count if rejects is not None else counts.skipped
     report(cfg, counts, reader.records, rejects, summary)
+
+
+def read_all(
+    cfg: IOConfig,
+    consume: Callable[[RowReader, Reject | None], None],
+    *,
+    readers: dict[str, Callable[..., RowReader]] | None = None,
+    input_choices: Sequence[str] = INPUT_FORMATS,
+) -> tuple[RowReader, Rejects | None]:
+    """For commands that need all of their input before they write (stateful ones)."""
+    if cfg.rejects and cfg.on_error != OnError.skip:
+        raise UsageError("--rejects needs --on-error skip")
+    rejects = Rejects(cfg.rejects) if cfg.on_error == OnError.skip else None
+    with byte_progress(cfg.paths, cfg.progress) as on_bytes:
+        reader = open_inputs(cfg.paths, cfg.input_format, rejects, on_bytes, readers, input_choices)
+        if rejects is not None:
+            rejects.reader = reader
+        try:
+            consume(reader, rejects)
+            if rejects is not None:
+                rejects.commit()
+        except CdcError as exc:
+            exc.located(reader.location())
+            if rejects is not None:
+                rejects.abort()
+            raise
+        except BaseException:
+            if rejects is not None:
+                rejects.abort()
+            raise
+    return reader, rejects
+
+
+def write_rows(cfg: IOConfig, rows: Iterable[Row], reader: RowReader | None = None, title: str | None = None) -> None:
+    """Write a finished table to ``-o`` (atomically) or stdout."""
+    out_fmt = output_format(cfg.output, cfg.output_format)
+    out = Output(cfg.output)
+    try:
+        writer = make_writer(out, out_fmt, cfg, reader, title)
+        writer.write_rows(rows)
+        writer.close()
+        out.commit()
+    except BaseException:
+        out.abort()
+        raise
 
 
 def _abort(out: Output, rejects: Rejects | None) -> None:

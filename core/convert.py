@@ -164,3 +164,19 @@ def to_changelog(
         by_kind[kind_text] += 1
         yield out
     counts.written = sum(by_kind.values())
+
+
+def split_changes(rows: Iterable[Row], kind_column: str, reject: Reject | None = None) -> Iterator[tuple[str, Row]]:
+    """Changelog rows → ``(kind, image)`` pairs; the image is the row without its kind column."""
+    for row in rows:
+        text = row.get(kind_column, _MISSING)
+        kind = KIND_BY_TEXT.get(text) if type(text) is str else None
+        if kind is None:
+            err = bad_kind(text, kind_column)
+            if reject is None:
+                raise err
+            reject(err)
+            continue
+        image = dict(row)
+        del image[kind_column]
+        yield kind.value, image

@@ -1,0 +1,102 @@
+"""``cdc inspect``: what kind of changelog is this file?"""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated, Any
+
+import orjson
+import typer
+
+from cdc.cli import options as o
+from cdc.cli.errors import reported_errors
+from cdc.cli.pipeline import CHANGELOG_INPUTS, IOConfig, changelog_readers, read_all
+from cdc.core.convert import split_changes
+from cdc.core.profile import Profile
+from cdc.formats.jsonl import encode_default
+
+
+def command(
+    inputs: o.Inputs = None,
+    key: o.KeyOpt = None,
+    time_column: Annotated[
+        str | None,
+        typer.Option("--time-column", "-t", show_default=False, help="Report the time range of this column."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object on stdout, for CI.")] = False,
+    on_error: o.OnErrorOpt = o.OnError.fail,
+    rejects: o.RejectsOpt = None,
+    kind_column: o.KindColumn = "op",
+    input_format: o.InputFormat = None,
+    progress: o.ProgressOpt = None,
+    verbose: o.VerboseOpt = False,
+) -> None:
+    """Tell what kind of changelog a file is: kinds present as Flink prints them ([I,UB,UA,D]),
+    the mode (append-only / upsert / retract), counts, keys and live rows, consistency findings,
+    message counts as retract vs upsert, and the time range.
+
+    [bold]Examples[/]
+
+      cdc inspect samples/product-prices.jsonl --key product_id --time-column update_time
+
+      cdc debezium-decode samples/mysql-inventory.jsonl | cdc inspect --key id --json
+    """
+    with reported_errors(verbose):
+        profile = Profile(o.split_list(key), time_column)
+        cfg = IOConfig(
+            inputs, input_format=input_format, on_error=on_error, rejects=rejects, progress=progress, command="inspect"
+        )
+
+        def consume(reader: Any, reject: Any) -> None:
+            add = profile.add
+            where = reader.location
+            for kind, image in split_changes(reader, kind_column, reject):
+                add(kind, image, where)
+
+        read_all(cfg, consume, readers=changelog_readers(kind_column), input_choices=CHANGELOG_INPUTS)
+        report = profile.as_dict(cfg.paths)
+        if as_json:
+            sys.stdout.buffer.write(
+                orjson.dumps(report, default=encode_default, option=orjson.OPT_APPEND_NEWLINE | orjson.OPT_INDENT_2)
+            )
+        elif sys.stdout.isatty():
+            _panel(report)
+        else:
+            sys.stdout.write(plain(report))
+        sys.stdout.flush()
+
+
+def plain(report: dict[str, Any]) -> str:
+    counts = ", ".join(f"{k} {n}" for k, n in report["counts"].items())
+    lines = [
+        f"kinds:     {report['kinds']}  ({report['mode']})",
+        f"changes:   {report['changes']}  ({counts})",
+        f"live rows: {report['live_rows']}",
+    ]
+    if "key" in report:
+        k = report["key"]
+        lines.append(f"keys:      {k['distinct']} distinct, {k['live']} live  (key {', '.join(k['columns'])})")
+    m = report["messages"]
+    lines.append(f"messages:  {m['retract']} as retract, {m['upsert']} as upsert")
+    c = report["consistency"]
+    if c["inconsistent_changes"]:
+        kinds = ", ".join(f"{w} {n}" for w, n in c["by_finding"].items())
+        lines.append(f"findings:  {c['inconsistent_changes']} inconsistent ({kinds})")
+        lines.extend(f"           {e}" for e in c["examples"])
+    else:
+        lines.append("findings:  consistent")
+    if "time" in report:
+        t = report["time"]
+        lines.append(
+            f"time:      {t['column']} from {t['min']} to {t['max']}"
+            + (f" ({t['missing']} without a time)" if t["missing"] else "")
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _panel(report: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.panel import Panel
+
+    text = plain(report).replace("consistent\n", "[green]consistent[/]\n")
+    Console().print(Panel(text.rstrip(), title=f"[bold]{report['kinds']}[/] {report['mode']}", expand=False))
