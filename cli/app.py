@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from cdc import __version__
-from cdc.cli import debezium_decode, debezium_encode, from_changelog, inspect_cmd, materialize, to_changelog
+from cdc.cli import debezium_decode, debezium_encode, from_changelog, inspect_cmd, materialize, replay, to_changelog
 
 app = typer.Typer(
     name="cdc",
@@ -49,6 +49,9 @@ app.command("debezium-encode", short_help="Changelog rows → Debezium JSON even
 )
 app.command("materialize", short_help="Apply a changelog to in-memory state → the table (time travel, CI diffs).")(
     materialize.command
+)
+app.command("replay", short_help="Run a changelog through keyed state; re-emit it as retract or upsert.")(
+    replay.command
 )
 app.command("inspect", short_help="What kind of changelog is this? Kinds, mode, counts, keys, consistency.")(
     inspect_cmd.command
