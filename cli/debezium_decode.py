@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -11,6 +11,7 @@ from cdc.cli import options as o
 from cdc.cli.errors import reported_errors
 from cdc.cli.pipeline import IOConfig, run
 from cdc.core.stats import Counts
+from cdc.formats.chunked import Converter
 from cdc.formats.debezium import METADATA_KEYS, DebeziumDecoder, DebeziumOptions, parse_metadata
 
 DBZ_PANEL = "Debezium"
@@ -100,17 +101,15 @@ def command(
     """
     with reported_errors(verbose):
         counts = Counts()
-        decoder = DebeziumDecoder(
-            DebeziumOptions(
-                kind_column=kind_column,
-                schema_include=schema_include.value,
-                raw_values=raw_values,
-                metadata=parse_metadata(metadata or []),
-                on_truncate=on_truncate.value,
-                key=o.split_list(key),
-            ),
-            counts,
+        options = DebeziumOptions(
+            kind_column=kind_column,
+            schema_include=schema_include.value,
+            raw_values=raw_values,
+            metadata=parse_metadata(metadata or []),
+            on_truncate=on_truncate.value,
+            key=o.split_list(key),
         )
+        decoder = DebeziumDecoder(options, counts)
         cfg = IOConfig(
             inputs,
             output,
@@ -131,7 +130,17 @@ def command(
             readers={"debezium": decoder.reader},
             input_choices=("debezium",),
             summary=lambda read: _summary(counts, read),
+            fast=_fast(options) if decoder.stateless else None,
         )
+
+
+def _fast(options: DebeziumOptions) -> Any:
+    """Stateless decoding runs on the parallel chunk path, one decoder per worker."""
+
+    def make(counts: Counts) -> Converter:
+        return Converter(DebeziumDecoder(options, counts).decode, counts, tombstones=True)
+
+    return make
 
 
 def _summary(counts: Counts, read: int) -> str:

@@ -9,11 +9,13 @@ import typer
 from cdc.cli import options as o
 from cdc.cli.errors import reported_errors
 from cdc.cli.pipeline import IOConfig, run
-from cdc.core.convert import FromChangelogSpec, from_changelog
+from cdc.core.convert import FromChangelogRow, FromChangelogSpec, from_changelog
 from cdc.core.errors import UsageError
 from cdc.core.mapping import is_upsert_mapping, parse_from_mapping, parse_kinds
 from cdc.core.presets import PRESETS, get_preset
 from cdc.core.stats import Counts
+from cdc.formats.chunked import Converter
+from cdc.formats.vectorized import from_changelog_batches
 
 MAPPING_PANEL = "Op codes"
 
@@ -128,4 +130,10 @@ def command(
             kind_column=kind_column,
             command="from-changelog",
         )
-        run(cfg, lambda reader, reject: from_changelog(reader, spec, counts, reject), counts)
+        run(
+            cfg,
+            lambda reader, reject: from_changelog(reader, spec, counts, reject),
+            counts,
+            fast=lambda c: Converter(FromChangelogRow(spec, c), c),
+            vector=lambda c: from_changelog_batches(spec, c),
+        )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import chain
@@ -13,11 +14,18 @@ from cdc.cli.progress import byte_progress
 from cdc.core.errors import CdcError, UsageError
 from cdc.core.stats import Counts
 from cdc.formats.base import Reject, Row, RowReader, RowWriter
-from cdc.formats.registry import INPUT_FORMATS, open_inputs, open_writer, output_format
+from cdc.formats.chunked import Converter, convert_stream
+from cdc.formats.registry import INPUT_FORMATS, input_format, open_inputs, open_writer, output_format
 from cdc.formats.rejects import Rejects
-from cdc.formats.streams import STDIO, Output
+from cdc.formats.streams import PARQUET_MAGIC, STDIO, Output, check_input_exists, decompressed, display_name, open_input
 
 Transform = Callable[[RowReader, Reject | None], Iterable[Row]]
+# Given the counts to keep, a converter of single JSON lines: the fast JSONL → JSONL path.
+FastPath = Callable[[Counts], Converter]
+JSON_LINE_FORMATS = ("jsonl", "debezium")
+# Given the counts to keep, a converter of Arrow record batches: Parquet/CSV in and out.
+VectorPath = Callable[[Counts], Any]
+TABULAR = ("parquet", "csv", "tsv")
 
 
 @dataclass
@@ -68,11 +76,19 @@ def run(
     readers: dict[str, Callable[..., RowReader]] | None = None,
     input_choices: Sequence[str] = INPUT_FORMATS,
     summary: Callable[[int], str] | None = None,
+    fast: FastPath | None = None,
+    vector: VectorPath | None = None,
 ) -> None:
     """Read, transform, write; on any failure the ``-o`` target keeps its old content."""
     if cfg.rejects and cfg.on_error != OnError.skip:
         raise UsageError("--rejects needs --on-error skip")
     out_fmt = output_format(cfg.output, cfg.output_format)
+    if fast is not None and out_fmt == "jsonl" and _json_lines_only(cfg, input_choices):
+        run_fast(cfg, fast, counts, summary)
+        return
+    if vector is not None and out_fmt in TABULAR and not cfg.columns and _tabular_only(cfg, input_choices):
+        run_vectorized(cfg, vector, counts, out_fmt, summary)
+        return
     rejects = Rejects(cfg.rejects) if cfg.on_error == OnError.skip else None
     with byte_progress(cfg.paths, cfg.progress) as on_bytes:
         reader = open_inputs(cfg.paths, cfg.input_format, rejects, on_bytes, readers, input_choices)
@@ -98,6 +114,95 @@ def run(
             raise
     counts.skipped = rejects.count if rejects is not None else counts.skipped
     report(cfg, counts, reader.records, rejects, summary)
+
+
+def _json_lines_only(cfg: IOConfig, choices: Sequence[str]) -> bool:
+    """Every input is JSON lines (stdin: unless it turns out to be Parquet)."""
+    for path in cfg.paths:
+        fmt = input_format(path, cfg.input_format, choices)
+        if fmt is None:  # stdin without --input-format: sniff, as the generic path would
+            if sys.stdin.buffer.peek(4)[:4] == PARQUET_MAGIC if hasattr(sys.stdin.buffer, "peek") else True:
+                return False
+        elif fmt not in JSON_LINE_FORMATS:
+            return False
+    return True
+
+
+def _tabular_only(cfg: IOConfig, choices: Sequence[str]) -> bool:
+    return all(path != STDIO and input_format(path, cfg.input_format, choices) in TABULAR for path in cfg.paths)
+
+
+def run_vectorized(
+    cfg: IOConfig, vector: VectorPath, counts: Counts, out_fmt: str, summary: Callable[[int], str] | None
+) -> None:
+    """Parquet/CSV → Parquet/CSV on record batches (pyarrow compute, no loop over rows)."""
+    from cdc.formats.registry import open_reader
+    from cdc.formats.vectorized import BatchWriter
+
+    for path in cfg.paths:
+        check_input_exists(path)
+    rejects = Rejects(cfg.rejects) if cfg.on_error == OnError.skip else None
+    reject = rejects.add if rejects is not None else None
+    convert = vector(counts)
+    read = 0
+    with byte_progress(cfg.paths, cfg.progress) as on_bytes:
+        out = Output(cfg.output)
+        try:
+            writer = BatchWriter(out.stream, out_fmt)
+            empty_schema = None
+            for path in cfg.paths:
+                reader: Any = open_reader(path, input_format(path, cfg.input_format), rejects, on_bytes)
+                if rejects is not None:
+                    rejects.reader = reader
+                try:
+                    for batch, where in reader.batches():
+                        converted = convert(batch, where, reject)
+                        empty_schema = converted.schema
+                        if len(converted):
+                            writer.write(converted)
+                finally:
+                    read += reader.records
+                    reader.close()
+            writer.close(empty_schema)
+            out.commit()
+            if rejects is not None:
+                rejects.commit()
+        except BaseException:
+            _abort(out, rejects)
+            raise
+    counts.written = sum(counts.by_kind.values())
+    counts.skipped = rejects.count if rejects is not None else 0
+    report(cfg, counts, read, rejects, summary)
+
+
+def run_fast(cfg: IOConfig, fast: FastPath, counts: Counts, summary: Callable[[int], str] | None) -> None:
+    """The JSONL → JSONL path: chunks converted in worker processes, written in order."""
+    for path in cfg.paths:
+        check_input_exists(path)
+    rejects = Rejects(cfg.rejects) if cfg.on_error == OnError.skip else None
+    reject = rejects.add if rejects is not None else None
+    converter = fast(Counts())
+    read = 0
+    with byte_progress(cfg.paths, cfg.progress) as on_bytes:
+        out = Output(cfg.output)
+        try:
+            for path in cfg.paths:
+                stream = decompressed(open_input(path, on_bytes))
+                try:
+                    read += convert_stream(converter, stream, display_name(path), out.stream.write, counts, reject)
+                finally:
+                    if path != STDIO:
+                        stream.close()
+            out.stream.flush()
+            out.commit()
+            if rejects is not None:
+                rejects.commit()
+        except BaseException:
+            _abort(out, rejects)
+            raise
+    counts.written = sum(counts.by_kind.values())
+    counts.skipped = rejects.count if rejects is not None else 0
+    report(cfg, counts, read, rejects, summary)
 
 
 def read_all(

@@ -10,10 +10,12 @@ from cdc.cli import options as o
 from cdc.cli.errors import reported_errors
 from cdc.cli.from_changelog import MAPPING_PANEL, Drop, Preset
 from cdc.cli.pipeline import CHANGELOG_INPUTS, IOConfig, changelog_readers, run
-from cdc.core.convert import ToChangelogSpec, to_changelog
+from cdc.core.convert import ToChangelogRow, ToChangelogSpec, to_changelog
 from cdc.core.mapping import parse_kinds, parse_to_mapping, reverse_mapping
 from cdc.core.presets import get_preset
 from cdc.core.stats import Counts
+from cdc.formats.chunked import Converter
+from cdc.formats.vectorized import to_changelog_batches
 
 OpName = Annotated[
     str | None,
@@ -101,4 +103,6 @@ def command(
             counts,
             readers=changelog_readers(kind_column),
             input_choices=CHANGELOG_INPUTS,
+            fast=None if input_format == "debezium" else lambda c: Converter(ToChangelogRow(spec, c), c),
+            vector=lambda c: to_changelog_batches(spec, c),
         )

@@ -60,49 +60,85 @@ def bad_op_code(code: object, column: str, mapping: Mapping[str, RowKind]) -> In
     )
 
 
-def from_changelog(
-    rows: Iterable[Row], spec: FromChangelogSpec, counts: Counts, reject: Reject | None = None
-) -> Iterator[Row]:
-    """Append-only rows with an op-code column → changelog rows (kind column first)."""
-    op, kc, keys = spec.op_column, spec.kind_column, spec.keys
-    # Plain str values keep the hot loop and the JSON encoder on their fastest paths.
-    lookup: dict[str, str | None] = {
-        code: (None if kind in spec.drop else kind.value) for code, kind in spec.mapping.items()
-    }
-    by_kind = counts.by_kind
-    for row in rows:
-        code = row.get(op, _MISSING)
-        kind = lookup.get(code, _MISSING) if type(code) is str else _MISSING  # type: ignore[call-overload]
-        if kind is _MISSING:
-            err = bad_op_code(code, op, spec.mapping)
-            if reject is None:
-                raise err
-            reject(err)
-            continue
-        if not isinstance(kind, str):
-            counts.dropped += 1
-            continue
+class FromChangelogRow:
+    """One append-only row → its changelog row, or nothing (dropped); bad rows raise InputError.
+
+    A callable object so that the same logic serves the row stream and the parallel chunk path;
+    everything a row needs is looked up once, here, because this runs once per row.
+    """
+
+    def __init__(self, spec: FromChangelogSpec, counts: Counts | None = None):
+        self.spec = spec
+        self.counts = counts if counts is not None else Counts()
+        # Plain str values keep the hot loop and the JSON encoder on their fastest paths.
+        self.lookup: dict[str, str] = {c: k.value for c, k in spec.mapping.items() if k not in spec.drop}
+        self.op, self.kc, self.keys = spec.op_column, spec.kind_column, spec.keys
+        self.simple = self.kc == self.op and not self.keys
+
+    def __call__(self, row: Row, raw: bytes = b"") -> tuple[Row, ...]:
+        code = row.get(self.op)
+        kind = self.lookup.get(code) if type(code) is str else None  # type: ignore[arg-type]
+        if kind is None:
+            return self._unmapped(row)
+        if self.simple:
+            out = {self.kc: kind, **row}
+            out[self.kc] = kind  # the op column's slot, first, now holds the kind
+        else:
+            out = self._reshape(row, kind)
+        self.counts.by_kind[kind] += 1
+        return (out,)
+
+    def _unmapped(self, row: Row) -> tuple[Row, ...]:
+        code = row.get(self.op, _MISSING)
+        if type(code) is str and code in self.spec.mapping:  # mapped to a dropped kind
+            self.counts.dropped += 1
+            return ()
+        raise bad_op_code(code, self.op, self.spec.mapping)
+
+    def _reshape(self, row: Row, kind: str) -> Row:
+        kc, op = self.kc, self.op
         if kc != op and kc in row:
             raise InputError(
                 f"input column {kc!r} collides with the kind column",
                 hint="rename the kind column with --kind-column NAME",
             )
-        if keys:
-            out: Row = {kc: kind}
-            for key in keys:
-                if key not in row:
-                    raise InputError(f"key column {key!r} does not exist in this row")
-                out[key] = row[key]
-            out.update(row)
-        else:
-            out = {kc: kind, **row}
+        out: Row = {kc: kind}
+        for key in self.keys:
+            if key not in row:
+                raise InputError(f"key column {key!r} does not exist in this row")
+            out[key] = row[key]
+        out.update(row)
         if kc == op:
-            out[kc] = kind  # the op column's slot now holds the kind
+            out[kc] = kind
         else:
             del out[op]
-        by_kind[kind] += 1
-        yield out
-    counts.written = sum(by_kind.values())
+        return out
+
+
+def convert_rows(
+    rows: Iterable[Row],
+    convert: Callable[[Row], tuple[Row, ...] | list[Row]],
+    counts: Counts,
+    reject: Reject | None = None,
+) -> Iterator[Row]:
+    """Apply a row conversion to a stream; bad rows raise, or go to ``reject``."""
+    for row in rows:
+        try:
+            out = convert(row)
+        except InputError as err:
+            if reject is None:
+                raise
+            reject(err)
+            continue
+        yield from out
+    counts.written = sum(counts.by_kind.values())
+
+
+def from_changelog(
+    rows: Iterable[Row], spec: FromChangelogSpec, counts: Counts, reject: Reject | None = None
+) -> Iterator[Row]:
+    """Append-only rows with an op-code column → changelog rows (kind column first)."""
+    return convert_rows(rows, FromChangelogRow(spec, counts), counts, reject)
 
 
 def read_kind(row: Mapping[str, Any], kind_column: str) -> RowKind:
@@ -128,55 +164,65 @@ def bad_kind(text: object, kind_column: str) -> InputError:
     )
 
 
-def to_changelog(
-    rows: Iterable[Row], spec: ToChangelogSpec, counts: Counts, reject: Reject | None = None
-) -> Iterator[Row]:
-    """Changelog rows → append-only rows with an op column first; unmapped kinds are dropped."""
-    kc, op = spec.kind_column, spec.op_column
-    lookup: dict[str, tuple[str, str | None]] = {}
-    for text, kind in KIND_BY_TEXT.items():
-        code = None if kind in spec.drop else spec.mapping.get(kind)
-        lookup[text] = (kind.value, code)
-    by_kind = counts.by_kind
-    for row in rows:
-        text = row.get(kc, _MISSING)
-        entry = lookup.get(text) if type(text) is str else None
+class ToChangelogRow:
+    """One changelog row → its append-only row with the op column first, or nothing (unmapped)."""
+
+    def __init__(self, spec: ToChangelogSpec, counts: Counts | None = None):
+        self.spec = spec
+        self.counts = counts if counts is not None else Counts()
+        self.kc, self.op = spec.kind_column, spec.op_column
+        self.lookup: dict[str, tuple[str, str]] = {}  # spelling → (kind, code), mapped kinds only
+        for text, kind in KIND_BY_TEXT.items():
+            code = None if kind in spec.drop else spec.mapping.get(kind)
+            if code is not None:
+                self.lookup[text] = (kind.value, code)
+
+    def __call__(self, row: Row, raw: bytes = b"") -> tuple[Row, ...]:
+        text = row.get(self.kc)
+        entry = self.lookup.get(text) if type(text) is str else None  # type: ignore[arg-type]
         if entry is None:
-            err = bad_kind(text, kc)
-            if reject is None:
-                raise err
-            reject(err)
-            continue
-        kind_text, code = entry
-        if code is None:
-            counts.dropped += 1
-            continue
-        if op != kc and op in row:
-            raise InputError(
-                f"input column {op!r} collides with the output op column",
-                hint="choose another name with --op NAME",
-            )
+            text = row.get(self.kc, _MISSING)
+            if type(text) is str and text in KIND_BY_TEXT:  # a kind the mapping leaves out
+                self.counts.dropped += 1
+                return ()
+            raise bad_kind(text, self.kc)
+        kind, code = entry
+        op, kc = self.op, self.kc
         out: Row = {op: code, **row}
         if op == kc:
             out[op] = code
         else:
+            if op in row:
+                raise InputError(
+                    f"input column {op!r} collides with the output op column",
+                    hint="choose another name with --op NAME",
+                )
             del out[kc]
-        by_kind[kind_text] += 1
-        yield out
-    counts.written = sum(by_kind.values())
+        self.counts.by_kind[kind] += 1
+        return (out,)
+
+
+def to_changelog(
+    rows: Iterable[Row], spec: ToChangelogSpec, counts: Counts, reject: Reject | None = None
+) -> Iterator[Row]:
+    """Changelog rows → append-only rows with an op column first; unmapped kinds are dropped."""
+    return convert_rows(rows, ToChangelogRow(spec, counts), counts, reject)
 
 
 def split_changes(rows: Iterable[Row], kind_column: str, reject: Reject | None = None) -> Iterator[tuple[str, Row]]:
-    """Changelog rows → ``(kind, image)`` pairs; the image is the row without its kind column."""
+    """Changelog rows → ``(kind, image)`` pairs; the image is the row without its kind column.
+
+    The kind column is popped from the row in place: readers hand out fresh dicts.
+    """
+    kinds = {text: kind.value for text, kind in KIND_BY_TEXT.items()}
     for row in rows:
         text = row.get(kind_column, _MISSING)
-        kind = KIND_BY_TEXT.get(text) if type(text) is str else None
+        kind = kinds.get(text) if type(text) is str else None  # type: ignore[arg-type]
         if kind is None:
             err = bad_kind(text, kind_column)
             if reject is None:
                 raise err
             reject(err)
             continue
-        image = dict(row)
-        del image[kind_column]
-        yield kind.value, image
+        del row[kind_column]
+        yield kind, row

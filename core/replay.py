@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cdc.core.errors import InputError, UsageError
-from cdc.core.rowstore import Key, KeyedRows, Row, row_identity
+from cdc.core.rowstore import Key, KeyedRows, Row
 from cdc.core.timeorder import TimePoint
 
 Change = tuple[str, Row]
@@ -90,7 +90,7 @@ class KeyedReplay:
         table.put(key, image)
         if stored is None:
             return [("+I", image)] if emit else []
-        if row_identity(stored) == row_identity(image) and not self.options.keep_noop:
+        if stored == image and not self.options.keep_noop:
             self.counts.noops += 1
             return []
         if not emit:
@@ -169,7 +169,7 @@ def _net(
         new = after.get(key)
         if new is None:
             out.append(("-D", old))
-        elif row_identity(new) != row_identity(old):
+        elif new != old:
             out.extend([("-U", old), ("+U", new)] if options.emit == "retract" else [("+U", new)])
     out.extend(("+I", new) for key, new in after.items() if key not in before)
     _count_output(counts, out)

@@ -21,8 +21,23 @@ def hashable(value: Any) -> Any:
 
 
 def key_getter(columns: Sequence[str]) -> Any:
-    """A function row → key tuple; a missing key column is an input error."""
+    """A function row → key; a missing key column is an input error.
+
+    A one-column key is the value itself (this runs once per change, so no tuple is built);
+    several columns make a tuple. Objects and arrays become hashable stand-ins.
+    """
     cols = tuple(columns)
+    if len(cols) == 1:
+        (col,) = cols
+
+        def single(row: Mapping[str, Any]) -> Any:
+            try:
+                value = row[col]
+            except KeyError:
+                raise InputError(f"key column {col!r} does not exist in this row") from None
+            return hashable(value) if type(value) in (dict, list) else value
+
+        return single
 
     def key_of(row: Mapping[str, Any]) -> Key:
         try:

@@ -131,7 +131,7 @@ class KeyedState(TableState):
                         f"+I of a key that already exists ({describe_key(self.key, image)})",
                         where,
                     )
-                if row_identity(stored) == row_identity(image):
+                if stored == image:
                     self.noop_updates += 1
                 self.retract_messages += 2
                 self.upsert_messages += 1
@@ -145,7 +145,7 @@ class KeyedState(TableState):
                     where,
                 )
                 return
-            if row_identity(stored) != row_identity(image):
+            if stored != image:
                 self.findings.add(
                     "update-before differs from the stored row",
                     f"-U image differs from the stored row for {describe_key(self.key, image)}: "
@@ -179,7 +179,7 @@ class KeyedState(TableState):
                 return True
             return False
         if stored is not None:
-            if row_identity(stored) == row_identity(image):
+            if stored == image:
                 self.duplicates += 1
                 return True
             if kind == "+I":  # a redelivered insert of an older version: an upsert, not an error

@@ -123,7 +123,7 @@ class DebeziumReader(RowReader):
         lines = self.lines
         for event in lines.parsed(tombstones=True):
             try:
-                yield from decode(event, lines)
+                yield from decode(event, lines.raw_bytes)
             except (InputError, BadValue) as exc:
                 err = exc if isinstance(exc, InputError) else InputError(str(exc))
                 self.bad_record(err)
@@ -138,7 +138,7 @@ class DebeziumDecoder:
         self._converters: dict[bytes, tuple[dict[str, Converter], bool]] = {}
         self.keyed = KeyedRows(opts.key) if opts.key else None
         self.multiset = MultisetRows() if opts.on_truncate == "delete" and not opts.key else None
-        self._lines: JsonlReader | None = None
+        self._raw = b""  # the line being decoded, re-read for exact decimals
         self._decimals: dict[str, tuple[int, int]] = {}  # column → (precision, scale) from the schema
 
     def arrow_fields(self) -> Any:
@@ -154,8 +154,13 @@ class DebeziumDecoder:
     def reader(self, stream: BinaryIO, source: str, reject: Reject | None = None) -> DebeziumReader:
         return DebeziumReader(stream, source, reject, self)
 
-    def decode(self, event: Row | None, lines: JsonlReader) -> list[Row]:
-        self._lines = lines
+    @property
+    def stateless(self) -> bool:
+        """Without a key or truncate-deletes every event decodes on its own (parallel-safe)."""
+        return self.keyed is None and self.multiset is None
+
+    def decode(self, event: Row | None, raw: bytes = b"") -> list[Row]:
+        self._raw = raw
         return self._decode(event)
 
     # -- one event -------------------------------------------------------------------------
@@ -356,8 +361,7 @@ class DebeziumDecoder:
 
     def _exact_images(self, before: Any, after: Any) -> tuple[Any, Any]:
         """decimal.format=NUMERIC: re-read the line so that decimals never pass through a float."""
-        assert self._lines is not None
-        exact = json.loads(self._lines.raw_bytes, parse_float=Decimal)
+        exact = json.loads(self._raw, parse_float=Decimal)
         payload = exact.get("payload", exact) if isinstance(exact, dict) else {}
         return _merge_exact(before, payload.get("before")), _merge_exact(after, payload.get("after"))
 

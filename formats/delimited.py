@@ -9,7 +9,7 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import io
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from decimal import Decimal
 from typing import Any, BinaryIO
 
@@ -62,6 +62,13 @@ class DelimitedReader(RowReader):
         return names
 
     def __iter__(self) -> Iterator[Row]:
+        for batch, _ in self.batches():
+            for row in batch.to_pylist():
+                self._index += 1
+                yield row
+
+    def batches(self) -> Iterator[tuple[Any, Callable[[int], Location]]]:
+        """Record batches of text columns, each with a function from a row in it to its location."""
         import pyarrow as pa
         import pyarrow.csv as pacsv
 
@@ -75,6 +82,7 @@ class DelimitedReader(RowReader):
             ragged.append(row.text)
             return "error" if self.reject is None else "skip"
 
+        offset = 0
         try:
             reader = pacsv.open_csv(
                 self._stream,
@@ -91,13 +99,19 @@ class DelimitedReader(RowReader):
             )
             for batch in reader:
                 self._report_skipped(ragged, len(names))
-                for row in batch.to_pylist():
-                    self._index += 1
-                    self.records += 1
-                    yield row
+                self.records += len(batch)
+                yield batch, self._locator(offset)
+                offset += len(batch)
             self._report_skipped(ragged, len(names))
         except (pa.ArrowInvalid, UnicodeDecodeError) as exc:
             raise self._parse_error(exc, ragged, len(names)) from exc
+
+    def close(self) -> None:
+        self._stream.close()
+
+    def _locator(self, offset: int) -> Callable[[int], Location]:
+        # One line per record after the header; a value with a newline in it shifts this.
+        return lambda i: Location(self.source, line=offset + i + 2)
 
     def _report_skipped(self, ragged: list[str], width: int) -> None:
         for text in ragged:

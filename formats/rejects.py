@@ -18,6 +18,21 @@ class Rejects:
         self.first: InputError | None = None
         self._output = Output(path) if path else None
 
+    def add(self, err: InputError, raw: str) -> None:
+        """A skipped record whose location and raw text the caller knows (the chunk path)."""
+        self.count += 1
+        if self.first is None:
+            self.first = err
+        if self._output is not None:
+            where = err.where
+            record = {
+                "file": where.source if where else None,
+                "line": where.number if where else None,
+                "error": err.message,
+                "raw": raw,
+            }
+            self._output.stream.write(orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE))
+
     def __call__(self, err: InputError) -> None:
         self.count += 1
         if self.reader is not None:

@@ -80,10 +80,8 @@ def check_input_exists(path: str) -> None:
 def open_input(path: str, on_bytes: OnBytes | None = None) -> io.BufferedReader:
     """A buffered binary stream over a file or stdin; raw bytes, not yet decompressed."""
     if path == STDIO:
-        stdin = sys.stdin.buffer
-        if on_bytes is not None and hasattr(stdin, "raw"):
-            return io.BufferedReader(_CountingRaw(stdin.raw, on_bytes), READ_BUFFER)
-        return _peekable(stdin)
+        # No byte counting below stdin's buffer: bytes already peeked there would be lost.
+        return _peekable(sys.stdin.buffer)
     check_input_exists(path)
     try:
         raw: IO[bytes] = open(path, "rb", buffering=0)  # noqa: SIM115 - owned by the reader
@@ -150,8 +148,8 @@ class Output:
             self._file.flush()
             return
         if not self._file.closed:
-            self._file.flush()
-            os.fsync(self._file.fileno())
+            # No fsync: rename makes the write all-or-nothing for readers, which is the promise;
+            # durability across power loss would cost a second per 50 MB on this kind of disk.
             self._file.close()
         os.replace(self._tmp, self.path)
         self._tmp = None

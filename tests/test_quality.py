@@ -58,6 +58,12 @@ def _modules_after(args: list[str]) -> set[str]:
     return set(result.stderr.decode().split("\n"))
 
 
+def test_start_up_stays_light() -> None:
+    # typer 0.29 coerces options through pydantic (+75 ms); the pin in pyproject keeps it out.
+    loaded = _modules_after(["from-changelog", str(SAMPLES / "product-prices.jsonl"), "--op", "update_time"])
+    assert "pydantic" not in loaded and "pyarrow" not in loaded
+
+
 def test_help_and_jsonl_commands_do_not_import_pyarrow() -> None:
     assert "pyarrow" not in _modules_after(["--help"])
     jsonl = str(SAMPLES / "product-prices.jsonl")

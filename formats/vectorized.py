@@ -1,0 +1,189 @@
+"""FROM_CHANGELOG / TO_CHANGELOG on Arrow record batches: no Python loop over rows.
+
+For Parquet and CSV in, Parquet and CSV out. The op mapping is a dictionary lookup
+(``index_in`` + ``take``), dropped kinds a filter; only bad rows ever leave Arrow (to be named
+in an error, or written to the rejects file).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, BinaryIO
+
+from cdc.core.convert import FromChangelogSpec, ToChangelogSpec, bad_kind, bad_op_code
+from cdc.core.errors import InputError, Location
+from cdc.core.kinds import KIND_BY_TEXT
+from cdc.core.stats import Counts
+from cdc.formats.jsonl import dumps
+
+# (batch, where(i) → location of row i, reject(err, raw)) → the converted batch
+BatchConverter = Callable[[Any, Callable[[int], Location], Any], Any]
+_MISSING = object()
+
+
+def _bad_rows(
+    batch: Any, invalid: Any, where: Callable[[int], Location], reject: Any, error: Callable[[Any], InputError]
+) -> Any:
+    """Raise for the first invalid row, or reject every one; returns the mask of rows to keep."""
+    import pyarrow.compute as pc
+
+    rows = pc.indices_nonzero(invalid).to_pylist()
+    for i in rows:
+        row = batch.slice(i, 1).to_pylist()[0]
+        err = error(row)
+        err.where = where(i)
+        if reject is None:
+            raise err
+        reject(err, dumps(row).decode().rstrip("\n"))
+    return pc.invert(invalid)
+
+
+def _count(counts: Counts, kinds: Any) -> None:
+    import pyarrow.compute as pc
+
+    for item in pc.value_counts(kinds).to_pylist():
+        if item["values"] is not None:
+            counts.by_kind[item["values"]] += item["counts"]
+
+
+def from_changelog_batches(spec: FromChangelogSpec, counts: Counts) -> BatchConverter:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    codes = list(spec.mapping)
+    kinds = pa.array([spec.mapping[c].value for c in codes], pa.string())
+    code_set = pa.array(codes, pa.string())
+    dropped = pa.array([k.value for k in spec.drop], pa.string())
+    kc, op = spec.kind_column, spec.op_column
+
+    def convert(batch: Any, where: Callable[[int], Location], reject: Any) -> Any:
+        names = batch.schema.names
+        if op not in names:
+            raise InputError(
+                f"op column {op!r} does not exist in the input schema {names}",
+                where=where(0),
+                hint="name the op column with --op COLUMN (or pick a --preset)",
+            )
+        column = batch.column(op)
+        if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
+            raise InputError(f"op column {op!r} must be of STRING type, but was {column.type}", where=where(0))
+        if kc != op and kc in names:
+            raise InputError(
+                f"input column {kc!r} collides with the kind column",
+                where=where(0),
+                hint="rename the kind column with --kind-column NAME",
+            )
+        for key in spec.keys:
+            if key not in names:
+                raise InputError(f"key column {key!r} does not exist in the input schema", where=where(0))
+        index = pc.index_in(column, value_set=code_set)
+        keep = None
+        invalid = pc.is_null(index)
+        if pc.any(invalid).as_py():
+            keep = _bad_rows(
+                batch, invalid, where, reject, lambda row: bad_op_code(row.get(op, _MISSING), op, spec.mapping)
+            )
+        kind = pc.take(kinds, index)
+        if len(dropped):
+            is_dropped = pc.fill_null(pc.is_in(kind, value_set=dropped), False)  # bad rows: null → False
+            counts.dropped += pc.sum(is_dropped).as_py() or 0
+            not_dropped = pc.invert(is_dropped)
+            keep = not_dropped if keep is None else pc.and_(keep, not_dropped)
+        rest = [n for n in names if n != op and n not in spec.keys]
+        out = pa.RecordBatch.from_arrays(
+            [kind, *(batch.column(k) for k in spec.keys), *(batch.column(n) for n in rest)],
+            names=[kc, *spec.keys, *rest],
+        )
+        if keep is not None:
+            out = out.filter(keep)
+        _count(counts, out.column(0))
+        return out
+
+    return convert
+
+
+def to_changelog_batches(spec: ToChangelogSpec, counts: Counts) -> BatchConverter:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    spellings = list(KIND_BY_TEXT)
+    spelling_set = pa.array(spellings, pa.string())
+    kinds = pa.array([KIND_BY_TEXT[s].value for s in spellings], pa.string())
+    codes = pa.array(
+        [None if KIND_BY_TEXT[s] in spec.drop else spec.mapping.get(KIND_BY_TEXT[s]) for s in spellings], pa.string()
+    )
+    kc, op = spec.kind_column, spec.op_column
+
+    def convert(batch: Any, where: Callable[[int], Location], reject: Any) -> Any:
+        names = batch.schema.names
+        if kc not in names:
+            raise bad_kind(_MISSING, kc).located(where(0))  # type: ignore[return-value]
+        column = batch.column(kc)
+        if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
+            raise InputError(f"kind column {kc!r} must be of STRING type, but was {column.type}", where=where(0))
+        if op != kc and op in names:
+            raise InputError(
+                f"input column {op!r} collides with the output op column",
+                where=where(0),
+                hint="choose another name with --op NAME",
+            )
+        index = pc.index_in(column, value_set=spelling_set)
+        keep = None
+        invalid = pc.is_null(index)
+        if pc.any(invalid).as_py():
+            keep = _bad_rows(batch, invalid, where, reject, lambda row: bad_kind(row.get(kc, _MISSING), kc))
+        code = pc.take(codes, index)
+        mapped = pc.is_valid(code)
+        kind = pc.take(kinds, index)
+        mapped_and_valid = mapped if keep is None else pc.and_(keep, mapped)
+        counts.dropped += pc.sum(pc.and_(pc.is_valid(index), pc.invert(mapped))).as_py() or 0
+        rest = [n for n in names if n != kc]
+        out = pa.RecordBatch.from_arrays([code, *(batch.column(n) for n in rest)], names=[op, *rest])
+        out = out.filter(mapped_and_valid)
+        _count(counts, kind.filter(mapped_and_valid))
+        return out
+
+    return convert
+
+
+class BatchWriter:
+    """Record batches to Parquet or CSV; the first batch fixes the schema."""
+
+    def __init__(self, stream: BinaryIO, fmt: str):
+        self._stream = stream
+        self._fmt = fmt
+        self._writer: Any = None
+        self._schema: Any = None
+
+    def write(self, batch: Any) -> None:
+        import pyarrow as pa
+
+        if self._writer is None:
+            self._schema = batch.schema
+            self._writer = self._open(batch.schema)
+        elif batch.schema != self._schema:
+            try:
+                batch = batch.cast(self._schema)
+            except (pa.ArrowException, ValueError) as exc:
+                raise InputError(f"this input's columns do not match the first input's: {exc}") from exc
+        self._writer.write_batch(batch)
+
+    def _open(self, schema: Any) -> Any:
+        if self._fmt == "parquet":
+            import pyarrow.parquet as pq
+
+            from cdc.formats.parquet import _Sink
+
+            return pq.ParquetWriter(_Sink(self._stream), schema)
+        import pyarrow.csv as pacsv
+
+        delimiter = "\t" if self._fmt == "tsv" else ","
+        options = pacsv.WriteOptions(delimiter=delimiter, quoting_style="needed")
+        return pacsv.CSVWriter(self._stream, schema, write_options=options)
+
+    def close(self, empty_schema: Any = None) -> None:
+        if self._writer is None and empty_schema is not None:
+            self._writer = self._open(empty_schema)
+        if self._writer is not None:
+            self._writer.close()
+        self._stream.flush()
