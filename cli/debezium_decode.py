@@ -10,9 +10,12 @@ import typer
 from cdc.cli import options as o
 from cdc.cli.errors import reported_errors
 from cdc.cli.pipeline import IOConfig, run
+from cdc.cli.print_sql import PrintSql, columns_of, emit, sample
+from cdc.core.flinksql import Source, debezium_sql
 from cdc.core.stats import Counts
 from cdc.formats.chunked import Converter
 from cdc.formats.debezium import METADATA_KEYS, DebeziumDecoder, DebeziumOptions, parse_metadata
+from cdc.formats.streams import STDIO
 
 DBZ_PANEL = "Debezium"
 
@@ -84,6 +87,7 @@ def command(
     stats: o.StatsOpt = False,
     progress: o.ProgressOpt = None,
     verbose: o.VerboseOpt = False,
+    print_sql: PrintSql = False,
 ) -> None:
     """Decode Debezium JSON change events into changelog rows, exactly as Flink's debezium-json does.
 
@@ -98,6 +102,8 @@ def command(
       cdc debezium-decode samples/mysql-inventory.jsonl -o changes.parquet --metadata source.table=tbl
 
       cdc debezium-decode samples/postgres-default-identity.jsonl --key id -f print
+
+      cdc debezium-decode samples/mysql-inventory.jsonl --print-sql
     """
     with reported_errors(verbose):
         counts = Counts()
@@ -110,6 +116,9 @@ def command(
             key=o.split_list(key),
         )
         decoder = DebeziumDecoder(options, counts)
+        if print_sql:
+            _print_sql(inputs, options, on_error == o.OnError.skip)
+            return
         cfg = IOConfig(
             inputs,
             output,
@@ -141,6 +150,21 @@ def _fast(options: DebeziumOptions) -> Any:
         return Converter(DebeziumDecoder(options, counts).decode, counts, tombstones=True)
 
     return make
+
+
+def _print_sql(inputs: list[str] | None, options: DebeziumOptions, skip: bool) -> None:
+    paths = list(inputs or [STDIO])
+    quiet = DebeziumOptions(schema_include=options.schema_include, raw_values=options.raw_values, on_truncate="skip")
+    decoder = DebeziumDecoder(quiet)
+    rows = sample(paths, "debezium", {"debezium": decoder.reader}, ("debezium",))
+    enveloped = options.schema_include == "true" or decoder.saw_envelope
+    images = [{k: v for k, v in r.items() if k != quiet.kind_column} for r in rows]
+    source = Source(paths[0], "debezium")
+    emit(
+        debezium_sql(
+            "cdc debezium-decode", source, columns_of(images, source), enveloped, options.metadata, skip, options.key
+        )
+    )
 
 
 def _summary(counts: Counts, read: int) -> str:

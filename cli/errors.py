@@ -13,6 +13,7 @@ import typer
 from cdc.core.errors import CdcError
 
 EXIT_INTERRUPTED = 130
+EXIT_DATA = 3  # bad input data, or reading/writing it failed
 
 
 def say(message: str) -> None:
@@ -45,6 +46,12 @@ def reported_errors(verbose: bool = False) -> Iterator[None]:
     except BrokenPipeError:
         _silence_stdout()
         raise typer.Exit(0) from None
+    except OSError as exc:  # a full disk, a file too large, a read failing: the output was rolled back
+        if verbose:
+            traceback.print_exc()
+        where = f"{exc.filename}: " if exc.filename else ""
+        say(f"cdc: error: {where}{exc.strerror or exc}; nothing was written to the output file")
+        raise typer.Exit(EXIT_DATA) from None
     except KeyboardInterrupt:
         say("cdc: interrupted")
         raise typer.Exit(EXIT_INTERRUPTED) from None

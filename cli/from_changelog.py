@@ -9,12 +9,15 @@ import typer
 from cdc.cli import options as o
 from cdc.cli.errors import reported_errors
 from cdc.cli.pipeline import IOConfig, run
+from cdc.cli.print_sql import PrintSql, columns_of, emit, sample, source_of
 from cdc.core.convert import FromChangelogRow, FromChangelogSpec, from_changelog
 from cdc.core.errors import UsageError
+from cdc.core.flinksql import from_changelog_sql
 from cdc.core.mapping import is_upsert_mapping, parse_from_mapping, parse_kinds
 from cdc.core.presets import PRESETS, get_preset
 from cdc.core.stats import Counts
 from cdc.formats.chunked import Converter
+from cdc.formats.streams import STDIO
 from cdc.formats.vectorized import from_changelog_batches
 
 MAPPING_PANEL = "Op codes"
@@ -80,6 +83,7 @@ def command(
     stats: o.StatsOpt = False,
     progress: o.ProgressOpt = None,
     verbose: o.VerboseOpt = False,
+    print_sql: PrintSql = False,
 ) -> None:
     """Turn append-only rows with an op-code column into changelog rows (Flink FROM_CHANGELOG).
 
@@ -93,6 +97,8 @@ def command(
       cdc from-changelog samples/flat-cdc.jsonl --op __op -m 'c, r=INSERT' -m u=UPDATE_AFTER -m d=DELETE --key id
 
       cdc from-changelog samples/flat-cdc.jsonl --preset debezium --key id --output-format print
+
+      cdc from-changelog samples/flat-cdc.jsonl --preset debezium --key id --print-sql
     """
     with reported_errors(verbose):
         chosen = get_preset(preset) if preset else None
@@ -116,6 +122,23 @@ def command(
             keys=keys,
             drop=frozenset(parse_kinds(drop or [], "--drop")),
         )
+        if print_sql:
+            paths = list(inputs or [STDIO])
+            source = source_of(paths, input_format)
+            types = columns_of(sample(paths, input_format), source)
+            emit(
+                from_changelog_sql(
+                    "cdc from-changelog",
+                    source,
+                    types,
+                    spec.op_column,
+                    spec.mapping,
+                    spec.keys,
+                    on_error == o.OnError.skip,
+                    spec.drop,
+                )
+            )
+            return
         counts = Counts()
         cfg = IOConfig(
             inputs,

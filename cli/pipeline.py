@@ -187,7 +187,7 @@ def run_fast(cfg: IOConfig, fast: FastPath, counts: Counts, summary: Callable[[i
         out = Output(cfg.output)
         try:
             for path in cfg.paths:
-                stream = decompressed(open_input(path, on_bytes))
+                stream = decompressed(open_input(path, on_bytes), display_name(path))
                 try:
                     read += convert_stream(converter, stream, display_name(path), out.stream.write, counts, reject)
                 finally:
@@ -224,6 +224,8 @@ def read_all(
             consume(reader, rejects)
             if rejects is not None:
                 rejects.commit()
+                if rejects.count:
+                    report(cfg, Counts(), reader.records, rejects)
         except CdcError as exc:
             exc.located(reader.location())
             if rejects is not None:

@@ -10,11 +10,14 @@ from cdc.cli import options as o
 from cdc.cli.errors import reported_errors
 from cdc.cli.from_changelog import MAPPING_PANEL, Drop, Preset
 from cdc.cli.pipeline import CHANGELOG_INPUTS, IOConfig, changelog_readers, run
+from cdc.cli.print_sql import PrintSql, columns_of, emit, sample, source_of
 from cdc.core.convert import ToChangelogRow, ToChangelogSpec, to_changelog
+from cdc.core.flinksql import to_changelog_sql
 from cdc.core.mapping import parse_kinds, parse_to_mapping, reverse_mapping
 from cdc.core.presets import get_preset
 from cdc.core.stats import Counts
 from cdc.formats.chunked import Converter
+from cdc.formats.streams import STDIO
 from cdc.formats.vectorized import to_changelog_batches
 
 OpName = Annotated[
@@ -55,6 +58,7 @@ def command(
     stats: o.StatsOpt = False,
     progress: o.ProgressOpt = None,
     verbose: o.VerboseOpt = False,
+    print_sql: PrintSql = False,
 ) -> None:
     """Turn changelog rows into append-only rows with an op column (Flink TO_CHANGELOG).
 
@@ -83,6 +87,24 @@ def command(
             kind_column=kind_column,
             drop=frozenset(parse_kinds(drop or [], "--drop")),
         )
+        if print_sql:
+            paths = list(inputs or [STDIO])
+            source = source_of(paths, input_format, CHANGELOG_INPUTS)
+            rows = sample(paths, input_format, changelog_readers(kind_column), CHANGELOG_INPUTS)
+            if source.fmt == "debezium":
+                rows = [{k: v for k, v in r.items() if k != kind_column} for r in rows]
+            emit(
+                to_changelog_sql(
+                    "cdc to-changelog",
+                    source,
+                    columns_of(rows, source),
+                    kind_column,
+                    spec.op_column,
+                    spec.mapping,
+                    spec.drop,
+                )
+            )
+            return
         counts = Counts()
         cfg = IOConfig(
             inputs,

@@ -139,6 +139,7 @@ class DebeziumDecoder:
         self.keyed = KeyedRows(opts.key) if opts.key else None
         self.multiset = MultisetRows() if opts.on_truncate == "delete" and not opts.key else None
         self._raw = b""  # the line being decoded, re-read for exact decimals
+        self.saw_envelope = False  # a {"schema", "payload"} line was seen (for --print-sql)
         self._decimals: dict[str, tuple[int, int]] = {}  # column → (precision, scale) from the schema
 
     def arrow_fields(self) -> Any:
@@ -176,6 +177,7 @@ class DebeziumDecoder:
             opts.schema_include == "auto" and "payload" in event and "op" not in event
         )
         if enveloped:
+            self.saw_envelope = True
             if "payload" not in event:
                 raise InputError('expected a {"schema", "payload"} envelope (--schema-include true)')
             schema, payload = event.get("schema"), event.get("payload")

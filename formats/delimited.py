@@ -22,6 +22,26 @@ from cdc.formats.schema import ColumnSet
 BATCH_BYTES = 1 << 20
 
 
+class _QuoteCounter(io.RawIOBase):
+    """Counts '"' bytes as pyarrow reads: a well-formed CSV has an even number of them (quotes
+    inside quoted fields are doubled), so an odd count means a quote left open at the end,
+    which pyarrow would otherwise read as a value running to the end of the file."""
+
+    def __init__(self, stream: BinaryIO):
+        self._stream = stream
+        self.quotes = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        data = self._stream.read(len(buffer))
+        n = len(data)
+        buffer[:n] = data
+        self.quotes += data.count(b'"')
+        return n
+
+
 class DelimitedReader(RowReader):
     def __init__(
         self,
@@ -76,6 +96,13 @@ class DelimitedReader(RowReader):
         self.columns = names
         if not names:
             return
+        if self._path is not None and _odd_quotes(self._path):
+            # Say so before any row: pyarrow would read the open field to the end of the file
+            # and the first complaint would be about that value, not the quote.
+            raise InputError(
+                "unterminated quoted CSV field (a quote opened here is never closed)",
+                where=Location(self.source, self._find_open_quote()),
+            )
         ragged: list[str] = []
 
         def on_invalid_row(row: Any) -> str:
@@ -83,9 +110,10 @@ class DelimitedReader(RowReader):
             return "error" if self.reject is None else "skip"
 
         offset = 0
+        counted = _QuoteCounter(self._stream)
         try:
             reader = pacsv.open_csv(
-                self._stream,
+                io.BufferedReader(counted, BATCH_BYTES),
                 read_options=pacsv.ReadOptions(column_names=names, block_size=BATCH_BYTES),
                 parse_options=pacsv.ParseOptions(
                     delimiter=self._delimiter, newlines_in_values=True, invalid_row_handler=on_invalid_row
@@ -103,6 +131,11 @@ class DelimitedReader(RowReader):
                 yield batch, self._locator(offset)
                 offset += len(batch)
             self._report_skipped(ragged, len(names))
+            if counted.quotes % 2:
+                raise InputError(
+                    "unterminated quoted CSV field (a quote opened here is never closed)",
+                    where=Location(self.source, self._find_open_quote()),
+                )
         except (pa.ArrowInvalid, UnicodeDecodeError) as exc:
             raise self._parse_error(exc, ragged, len(names)) from exc
 
@@ -129,6 +162,20 @@ class DelimitedReader(RowReader):
             return InputError("invalid UTF-8 in CSV data", where=Location(self.source))
         return InputError(f"cannot parse CSV: {text}", where=Location(self.source))
 
+    def _find_open_quote(self) -> int | None:
+        """The line where the unterminated quoted field starts (files only)."""
+        if self._path is None:
+            return None
+        with open(self._path, encoding="utf-8", errors="replace", newline="") as fh:
+            reader = csv.reader(fh, delimiter=self._delimiter, strict=True)
+            start = 1
+            try:
+                for _ in reader:
+                    start = reader.line_num + 1
+            except csv.Error:
+                return start
+        return None
+
     def _find_ragged_line(self, width: int) -> int | None:
         if self._path is None:
             return None
@@ -138,6 +185,15 @@ class DelimitedReader(RowReader):
                 if len(record) != width and reader.line_num > 1:
                     return reader.line_num
         return None
+
+
+def _odd_quotes(path: str) -> bool:
+    """One C-speed pass over a file: is its count of '"' bytes odd?"""
+    count = 0
+    with open(path, "rb") as fh:
+        while block := fh.read(BATCH_BYTES):
+            count += block.count(b'"')
+    return count % 2 == 1
 
 
 def _ragged_message(text: str, width: int) -> str:

@@ -53,9 +53,16 @@ def read_chunks(stream: BinaryIO, size: int = CHUNK_BYTES) -> Iterator[tuple[byt
         line += chunk.count(b"\n")
 
 
+def _not_json(constant: str) -> Any:
+    raise ValueError(f"{constant} is not valid JSON")
+
+
 def _loads_exact(line: bytes | str) -> Any:
-    """orjson stops at 64-bit integers; the standard library keeps larger ones exact."""
-    return json.loads(line)
+    """orjson stops at 64-bit integers; the standard library keeps larger ones exact.
+
+    NaN and Infinity are rejected here too, as orjson rejects them: they are not JSON.
+    """
+    return json.loads(line, parse_constant=_not_json)
 
 
 def encode_default(value: Any) -> Any:

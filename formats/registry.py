@@ -94,7 +94,7 @@ def open_reader(
         if path != STDIO:
             raw.close()
         return ParquetReader(raw, source, reject, path=None if path == STDIO else path)
-    stream = decompressed(raw)
+    stream = decompressed(raw, source)
     if fmt in DELIMITERS:
         from cdc.formats.delimited import DelimitedReader
 

@@ -92,20 +92,44 @@ def open_input(path: str, on_bytes: OnBytes | None = None) -> io.BufferedReader:
     return io.BufferedReader(cast(Any, raw), READ_BUFFER)
 
 
-def decompressed(stream: io.BufferedReader) -> BinaryIO:
+class _Decompressing(io.RawIOBase):
+    """A decompressor whose failures (a truncated or corrupt stream) are input errors."""
+
+    def __init__(self, inner: Any, codec: str, source: str):
+        self._inner = inner
+        self._codec = codec
+        self._source = source
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        try:
+            data = self._inner.read(len(buffer))
+        except Exception as exc:  # gzip: EOFError, BadGzipFile, zlib.error; zstd: ArrowInvalid
+            from cdc.core.errors import InputError, Location
+
+            raise InputError(f"corrupt {self._codec} data: {exc}", where=Location(self._source)) from exc
+        n = len(data)
+        buffer[:n] = data
+        return n
+
+    def close(self) -> None:
+        self._inner.close()
+        super().close()
+
+
+def decompressed(stream: io.BufferedReader, source: str = STDIN_NAME) -> BinaryIO:
     """Unwrap gzip or zstd by their magic bytes, whatever the file is called."""
     head = stream.peek(4)[:4]
     if head.startswith(GZIP_MAGIC):
-        return cast(BinaryIO, io.BufferedReader(cast(Any, gzip.GzipFile(fileobj=stream)), READ_BUFFER))
+        inner: Any = gzip.GzipFile(fileobj=stream)
+        return cast(BinaryIO, io.BufferedReader(_Decompressing(inner, "gzip", source), READ_BUFFER))
     if head == ZSTD_MAGIC:
         import pyarrow as pa  # zstd comes with pyarrow; no extra dependency for it
 
-        return cast(
-            BinaryIO,
-            io.BufferedReader(
-                cast(Any, pa.CompressedInputStream(pa.PythonFile(stream, mode="r"), "zstd")), READ_BUFFER
-            ),
-        )
+        inner = pa.CompressedInputStream(pa.PythonFile(stream, mode="r"), "zstd")
+        return cast(BinaryIO, io.BufferedReader(_Decompressing(inner, "zstd", source), READ_BUFFER))
     return cast(BinaryIO, stream)
 
 

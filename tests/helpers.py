@@ -39,12 +39,13 @@ def invoke(args: Sequence[str], stdin: bytes | str | None = None) -> Any:
 
 
 def read_jsonl(path: Path | str) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
+    # JSON lines end at "\n" only (str.splitlines would also split at U+2028 inside a string)
+    return [json.loads(line) for line in Path(path).read_text(encoding="utf-8").split("\n") if line.strip()]
 
 
 def parse_jsonl(data: bytes | str) -> list[dict[str, Any]]:
     text = data.decode() if isinstance(data, bytes) else data
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
+    return [json.loads(line) for line in text.split("\n") if line.strip()]
 
 
 def write_jsonl(path: Path, rows: Sequence[dict[str, Any]]) -> Path:

@@ -236,3 +236,26 @@ def test_help_lists_every_command_and_examples() -> None:
 def test_python_dash_m_works() -> None:
     result = subprocess.run([sys.executable, "-m", "cdc", "--version"], capture_output=True, env=dict(os.environ))
     assert result.stdout.startswith(b"cdc ")
+
+
+def test_a_full_disk_leaves_the_old_file_and_no_temp_file(tmp_path: Path) -> None:
+    import resource
+
+    def small_disk() -> None:  # writes past 64 KiB fail as they would on a full disk
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (64 << 10, 64 << 10))
+
+    src = write_jsonl(tmp_path / "in.jsonl", [{"op": "INSERT", "id": i, "pad": "x" * 100} for i in range(5000)])
+    out = tmp_path / "out.jsonl"
+    out.write_text("old\n")
+    result = subprocess.run(
+        [*cdc_executable(), "from-changelog", str(src), "-o", str(out)],
+        capture_output=True,
+        preexec_fn=small_disk,
+        timeout=60,
+    )
+    err = result.stderr.decode()
+    assert result.returncode == 3, err
+    assert err.startswith("cdc: error: ") and "File too large" in err and "Traceback" not in err
+    assert out.read_text() == "old\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl", "out.jsonl"]
