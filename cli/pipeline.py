@@ -17,7 +17,17 @@ from cdc.formats.base import Reject, Row, RowReader, RowWriter
 from cdc.formats.chunked import Converter, convert_stream
 from cdc.formats.registry import INPUT_FORMATS, input_format, open_inputs, open_writer, output_format
 from cdc.formats.rejects import Rejects
-from cdc.formats.streams import PARQUET_MAGIC, STDIO, Output, check_input_exists, decompressed, display_name, open_input
+from cdc.formats.streams import (
+    GZIP_MAGIC,
+    PARQUET_MAGIC,
+    STDIO,
+    ZSTD_MAGIC,
+    Output,
+    check_input_exists,
+    decompressed,
+    display_name,
+    open_input,
+)
 
 Transform = Callable[[RowReader, Reject | None], Iterable[Row]]
 # Given the counts to keep, a converter of single JSON lines: the fast JSONL → JSONL path.
@@ -187,9 +197,20 @@ def run_fast(cfg: IOConfig, fast: FastPath, counts: Counts, summary: Callable[[i
         out = Output(cfg.output)
         try:
             for path in cfg.paths:
-                stream = decompressed(open_input(path, on_bytes), display_name(path))
+                raw = open_input(path, on_bytes)
+                plain = path != STDIO and raw.peek(4)[:2] != GZIP_MAGIC and raw.peek(4)[:4] != ZSTD_MAGIC
+                stream = decompressed(raw, display_name(path))
                 try:
-                    read += convert_stream(converter, stream, display_name(path), out.stream.write, counts, reject)
+                    read += convert_stream(
+                        converter,
+                        stream,
+                        display_name(path),
+                        out.stream.write,
+                        counts,
+                        reject,
+                        on_bytes=None,
+                        path=path if plain else None,
+                    )
                 finally:
                     if path != STDIO:
                         stream.close()

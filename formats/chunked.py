@@ -21,7 +21,16 @@ import orjson
 
 from cdc.core.errors import InputError, Location
 from cdc.core.stats import Counts
-from cdc.formats.jsonl import _clip, _loads_exact, dumps, encode_default, has_long_digit_run, read_chunks
+from cdc.formats.jsonl import (
+    BOM,
+    CHUNK_BYTES,
+    _clip,
+    _loads_exact,
+    dumps,
+    encode_default,
+    has_long_digit_run,
+    read_chunks,
+)
 
 IN_FLIGHT = 6  # chunks read ahead of the writer: memory stays flat whatever the input size
 # A converter gets one parsed line (None for a tombstone when it accepts them) and the raw
@@ -45,6 +54,7 @@ class ChunkResult:
     by_kind: Counter[str] = field(default_factory=Counter)
     dropped: int = 0
     notes: Counter[str] = field(default_factory=Counter)
+    lines: int = 0  # newlines in the chunk (range tasks: the parent numbers lines from them)
 
 
 def convert_chunk(converter: Converter, chunk: bytes, first_line: int, skip: bool) -> ChunkResult:
@@ -137,6 +147,51 @@ def _work(task: tuple[bytes, int]) -> ChunkResult:
     return convert_chunk(converter, task[0], task[1], skip)
 
 
+_FILES: dict[str, int] = {}  # path → descriptor, per worker
+
+
+def _work_range(task: tuple[str, int, int]) -> ChunkResult:
+    """A byte range of a plain file, read by the worker itself: no input crosses the pipe.
+    Line numbers in the result count from 1 at the range's start; the parent adds the offset."""
+    assert _WORKER is not None
+    converter, skip = _WORKER
+    path, start, end = task
+    fd = _FILES.get(path)
+    if fd is None:
+        fd = _FILES[path] = os.open(path, os.O_RDONLY)
+    chunk = os.pread(fd, end - start, start)
+    if start == 0 and chunk.startswith(BOM):
+        chunk = chunk[3:]
+    result = convert_chunk(converter, chunk, 1, skip)
+    result.lines = chunk.count(b"\n")
+    return result
+
+
+def line_ranges(path: str, size: int = CHUNK_BYTES, window: int = 1 << 16) -> Iterator[tuple[int, int]]:
+    """Byte ranges of about ``size`` that end at line ends. Only a small window past each cut is
+    read (the workers read the ranges), so the parent's memory stays flat on any file size."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        length = os.fstat(fd).st_size
+        start = 0
+        while start < length:
+            cut = min(start + size, length) - 1  # the range ends at the first newline from here
+            end = length
+            while cut < length:
+                block = os.pread(fd, window, cut)
+                found = block.find(b"\n")
+                if found >= 0:
+                    end = cut + found + 1
+                    break
+                cut += len(block)
+                if not block:
+                    break
+            yield start, end
+            start = end
+    finally:
+        os.close(fd)
+
+
 def keep_heap_memory() -> None:
     """Let glibc keep freed chunk buffers instead of unmapping them.
 
@@ -157,6 +212,35 @@ def keep_heap_memory() -> None:
         pass
 
 
+def _convert_ranges(converter: Converter, path: str, absorb: Callable[..., None], skip: bool, workers: int) -> None:
+    global _WORKER
+    _WORKER = (converter, skip)
+    pool = multiprocessing.get_context("fork").Pool(workers, initializer=keep_heap_memory)
+    room = threading.Semaphore(IN_FLIGHT)
+    stopping = threading.Event()
+    ranges: list[tuple[int, int]] = []
+
+    def bounded() -> Iterator[tuple[str, int, int]]:
+        for start, end in line_ranges(path):
+            room.acquire()
+            if stopping.is_set():
+                return
+            ranges.append((start, end))
+            yield path, start, end
+
+    try:
+        for i, result in enumerate(pool.imap(_work_range, bounded(), chunksize=1)):
+            room.release()
+            start, end = ranges[i]
+            absorb(result, end - start, relative=True)
+    finally:
+        stopping.set()
+        for _ in range(IN_FLIGHT + 1):
+            room.release()
+        pool.terminate()
+        _WORKER = None
+
+
 def parallel_ok() -> bool:
     return (os.cpu_count() or 1) >= 2 and "fork" in multiprocessing.get_all_start_methods()
 
@@ -170,16 +254,19 @@ def convert_stream(
     reject: Callable[[InputError, str], None] | None,
     on_bytes: Callable[[int], None] | None = None,
     workers: int = 2,
+    path: str | None = None,
 ) -> int:
-    """Convert one input; returns the records read. Raises the first bad record under fail."""
-    global _WORKER
-    skip = reject is not None
-    chunks = read_chunks(stream)
-    head = [c for _, c in zip(range(2), chunks, strict=False)]
-    records = 0
+    """Convert one input; returns the records read. Raises the first bad record under fail.
 
-    def absorb(result: ChunkResult, size: int) -> None:
-        nonlocal records
+    ``path`` (a plain, uncompressed file) lets workers read their byte ranges themselves.
+    """
+    skip = reject is not None
+    records = 0
+    base = 0  # lines before the chunk being absorbed (range tasks number lines from 1)
+
+    def absorb(result: ChunkResult, size: int, relative: bool = False) -> None:
+        nonlocal records, base
+        offset = base if relative else 0
         write(result.data)
         records += result.records
         counts.by_kind.update(result.by_kind)
@@ -187,12 +274,21 @@ def convert_stream(
         counts.dropped += result.dropped
         for line, message, raw in result.rejects:
             assert reject is not None
-            reject(InputError(message, where=Location(source, line)), raw)
+            reject(InputError(message, where=Location(source, offset + line)), raw)
         if on_bytes is not None:
             on_bytes(size)
         if result.error is not None:
             line, message, hint = result.error
-            raise InputError(message, where=Location(source, line), hint=hint)
+            raise InputError(message, where=Location(source, offset + line), hint=hint)
+        base += result.lines
+
+    if path is not None and workers >= 2 and parallel_ok() and os.path.getsize(path) > 2 * CHUNK_BYTES:
+        _convert_ranges(converter, path, absorb, skip, workers)
+        return records
+
+    global _WORKER
+    chunks = read_chunks(stream)
+    head = [c for _, c in zip(range(2), chunks, strict=False)]
 
     if len(head) < 2 or workers < 2 or not parallel_ok():  # small input: no processes to start
         keep_heap_memory()

@@ -12,7 +12,7 @@ from cdc.formats.schema import ColumnSet
 
 BATCH_ROWS = 65_536
 # Vectorized conversions read bigger batches: fewer, larger row groups write twice as fast.
-VECTOR_BATCH_ROWS = 262_144
+VECTOR_BATCH_ROWS = 131_072
 
 
 class ParquetReader(RowReader):

@@ -136,3 +136,23 @@ def test_vectorized_errors_name_the_row(tmp_path: Path) -> None:
     missing = run_cdc(["from-changelog", src, "--op", "nope", "-o", tmp_path / "out.parquet"])
     assert missing.returncode == 3 and b"op column 'nope' does not exist" in missing.stderr
     assert not (tmp_path / "out.parquet").exists()
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"",
+        b"a\n",
+        b"no newline at the end",
+        b"x" * 300 + b"\n" + b"y" * 10 + b"\n" + b"z" * 5,
+        b"\n\n\n",
+        b"".join(b"%d\n" % i for i in range(1000)),
+    ],
+)
+def test_line_ranges_cover_the_file_at_line_ends(tmp_path: Path, content: bytes) -> None:
+    path = tmp_path / "f"
+    path.write_bytes(content)
+    ranges = list(chunked.line_ranges(str(path), size=64, window=16))  # lines longer than the window
+    assert b"".join(content[a:b] for a, b in ranges) == content
+    assert all(content[b - 1 : b] == b"\n" for _, b in ranges[:-1])
+    assert all(a < b for a, b in ranges)

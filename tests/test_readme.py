@@ -1,0 +1,61 @@
+"""The README is part of the product: its set-up commands are what CI runs, and every `$ cdc`
+example prints exactly what the README shows."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from helpers import REPO
+
+README = (REPO / "README.md").read_text()
+
+
+def console_examples() -> list[tuple[str, str]]:
+    examples = []
+    for block in re.findall(r"```console\n(.*?)```", README, re.S):
+        command, output = None, []
+        for line in block.splitlines():
+            if line.startswith("$ "):
+                if command is not None:
+                    examples.append((command, "\n".join(output)))
+                command, output = line[2:], []
+            else:
+                output.append(line)
+        if command is not None:
+            examples.append((command, "\n".join(output)))
+    return examples
+
+
+def test_readme_opens_with_the_two_commands_ci_runs() -> None:
+    first_block = re.search(r"```bash\n(.*?)```", README, re.S)
+    assert first_block and README.index("```bash") < README.index("##")
+    install, test = first_block.group(1).strip().splitlines()
+    ci = (REPO / ".ci" / "run").read_text()
+    assert "python3 -m venv .venv" in install and "samples/" in install
+    assert install in ci and test in ci
+
+
+@pytest.mark.parametrize(("command", "expected"), console_examples(), ids=lambda v: v[:60])
+def test_readme_example(command: str, expected: str, tmp_path: Path) -> None:
+    shutil.copytree(REPO / "samples", tmp_path / "samples")
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}", COLUMNS="100")
+    if command.startswith("cat "):  # reads what the previous example wrote
+        subprocess.run(
+            "cdc from-changelog samples/orders-bad-op.jsonl --on-error skip --rejects rejects.jsonl -o kept.jsonl",
+            shell=True,
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+        )
+    # one pipe for both streams, as a terminal shows them
+    result = subprocess.run(
+        ["bash", "-c", command], cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60
+    )
+    output = result.stdout.decode().replace(f"file://{tmp_path}", "file:///home/me/cdc")
+    assert output.rstrip("\n") == expected.rstrip("\n")
