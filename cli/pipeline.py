@@ -92,6 +92,8 @@ def run(
     """Read, transform, write; on any failure the ``-o`` target keeps its old content."""
     if cfg.rejects and cfg.on_error != OnError.skip:
         raise UsageError("--rejects needs --on-error skip")
+    for path in cfg.paths:  # before anything peeks at stdin
+        check_input_exists(path)
     out_fmt = output_format(cfg.output, cfg.output_format)
     if fast is not None and out_fmt == "jsonl" and _json_lines_only(cfg, input_choices):
         run_fast(cfg, fast, counts, summary)

@@ -72,7 +72,11 @@ def input_size(path: str) -> int | None:
 
 
 def check_input_exists(path: str) -> None:
-    if path != STDIO and not os.path.isfile(path):
+    if path == STDIO:
+        if sys.stdin is None or sys.stdin.isatty():  # waiting on a keyboard helps no one
+            raise UsageError("no input: name a file, or pipe data into cdc (e.g. cat dump.jsonl | cdc …)")
+        return
+    if not os.path.isfile(path):
         what = "is a directory" if os.path.isdir(path) else "does not exist"
         raise UsageError(f"input file {path!r} {what}")
 

@@ -259,3 +259,16 @@ def test_a_full_disk_leaves_the_old_file_and_no_temp_file(tmp_path: Path) -> Non
     assert err.startswith("cdc: error: ") and "File too large" in err and "Traceback" not in err
     assert out.read_text() == "old\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl", "out.jsonl"]
+
+
+def test_no_input_on_a_terminal_is_a_usage_error_not_a_hang() -> None:
+    import pty
+
+    parent, child = pty.openpty()
+    try:
+        result = subprocess.run([*cdc_executable(), "from-changelog"], stdin=child, capture_output=True, timeout=30)
+    finally:
+        os.close(parent)
+        os.close(child)
+    assert result.returncode == 2
+    assert b"no input: name a file, or pipe data into cdc" in result.stderr
