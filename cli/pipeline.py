@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import chain
 from typing import Any
@@ -78,6 +79,58 @@ def make_writer(out: Output, fmt: str, cfg: IOConfig, reader: RowReader | None, 
     return open_writer(out.stream, fmt, cfg.columns or None, cfg.kind_column, hints)
 
 
+@dataclass
+class Session:
+    """What a running command holds: its output, its rejects, and the reader to blame."""
+
+    out: Output | None
+    rejects: Rejects | None
+    on_bytes: Callable[[int], None] | None
+    reader: RowReader | None = None
+
+    @property
+    def reject(self) -> Callable[..., None] | None:
+        return self.rejects.add if self.rejects is not None else None
+
+    def watch(self, reader: RowReader) -> RowReader:
+        """Errors are located at this reader's current record; skipped ones are charged to it."""
+        self.reader = reader
+        if self.rejects is not None:
+            self.rejects.reader = reader
+        return reader
+
+
+@contextmanager
+def session(cfg: IOConfig, write: bool = True) -> Iterator[Session]:
+    """The one place that opens ``-o`` and ``--rejects`` and commits both, or neither.
+
+    On any failure (an error, an interrupt, a closed pipe) the output is rolled back: the
+    target keeps its old content and no temporary file is left.
+    """
+    if cfg.rejects and cfg.on_error != OnError.skip:
+        raise UsageError("--rejects needs --on-error skip")
+    for path in cfg.paths:  # before anything peeks at stdin
+        check_input_exists(path)
+    rejects = Rejects(cfg.rejects) if cfg.on_error == OnError.skip else None
+    with byte_progress(cfg.paths, cfg.progress) as on_bytes:
+        out = Output(cfg.output) if write else None
+        current = Session(out, rejects, on_bytes)
+        try:
+            yield current
+            if out is not None:
+                out.commit()
+            if rejects is not None:
+                rejects.commit()
+        except BaseException as exc:
+            if isinstance(exc, CdcError) and current.reader is not None:
+                exc.located(current.reader.location())
+            if out is not None:
+                out.abort()
+            if rejects is not None:
+                rejects.abort()
+            raise
+
+
 def run(
     cfg: IOConfig,
     transform: Transform,
@@ -89,43 +142,29 @@ def run(
     fast: FastPath | None = None,
     vector: VectorPath | None = None,
 ) -> None:
-    """Read, transform, write; on any failure the ``-o`` target keeps its old content."""
-    if cfg.rejects and cfg.on_error != OnError.skip:
-        raise UsageError("--rejects needs --on-error skip")
-    for path in cfg.paths:  # before anything peeks at stdin
-        check_input_exists(path)
+    """Read, transform, write — on the fastest path the formats allow."""
     out_fmt = output_format(cfg.output, cfg.output_format)
-    if fast is not None and out_fmt == "jsonl" and _json_lines_only(cfg, input_choices):
-        run_fast(cfg, fast, counts, summary)
-        return
-    if vector is not None and out_fmt in TABULAR and not cfg.columns and _tabular_only(cfg, input_choices):
-        run_vectorized(cfg, vector, counts, out_fmt, summary)
-        return
-    rejects = Rejects(cfg.rejects) if cfg.on_error == OnError.skip else None
-    with byte_progress(cfg.paths, cfg.progress) as on_bytes:
-        reader = open_inputs(cfg.paths, cfg.input_format, rejects, on_bytes, readers, input_choices)
-        if rejects is not None:
-            rejects.reader = reader
-        out = Output(cfg.output)
-        try:
-            rows = iter(transform(reader, rejects))
-            first = next(rows, None)
-            writer = make_writer(out, out_fmt, cfg, reader)
+    with session(cfg) as current:
+        assert current.out is not None
+        if fast is not None and out_fmt == "jsonl" and _json_lines_only(cfg, input_choices):
+            read = _run_fast(cfg, current, fast(Counts()), counts)
+            counts.written = sum(counts.by_kind.values())
+        elif vector is not None and out_fmt in TABULAR and not cfg.columns and _tabular_only(cfg, input_choices):
+            read = _run_vectorized(cfg, current, vector(counts), out_fmt)
+            counts.written = sum(counts.by_kind.values())
+        else:
+            reader = current.watch(
+                open_inputs(cfg.paths, cfg.input_format, current.rejects, current.on_bytes, readers, input_choices)
+            )
+            rows = iter(transform(reader, current.rejects))
+            first = next(rows, None)  # the first row opens the input: Parquet output learns its types
+            writer = make_writer(current.out, out_fmt, cfg, reader)
             if first is not None:
                 writer.write_rows(chain((first,), rows))
             writer.close()
-            out.commit()
-            if rejects is not None:
-                rejects.commit()
-        except CdcError as exc:
-            exc.located(reader.location())
-            _abort(out, rejects)
-            raise
-        except BaseException:
-            _abort(out, rejects)
-            raise
-    counts.skipped = rejects.count if rejects is not None else counts.skipped
-    report(cfg, counts, reader.records, rejects, summary)
+            read = reader.records
+    counts.skipped = current.rejects.count if current.rejects is not None else counts.skipped
+    report(cfg, counts, read, current.rejects, summary)
 
 
 def _json_lines_only(cfg: IOConfig, choices: Sequence[str]) -> bool:
@@ -133,7 +172,8 @@ def _json_lines_only(cfg: IOConfig, choices: Sequence[str]) -> bool:
     for path in cfg.paths:
         fmt = input_format(path, cfg.input_format, choices)
         if fmt is None:  # stdin without --input-format: sniff, as the generic path would
-            if sys.stdin.buffer.peek(4)[:4] == PARQUET_MAGIC if hasattr(sys.stdin.buffer, "peek") else True:
+            peek = getattr(sys.stdin.buffer, "peek", None)
+            if peek is None or peek(4)[:4] == PARQUET_MAGIC:
                 return False
         elif fmt not in JSON_LINE_FORMATS:
             return False
@@ -144,88 +184,56 @@ def _tabular_only(cfg: IOConfig, choices: Sequence[str]) -> bool:
     return all(path != STDIO and input_format(path, cfg.input_format, choices) in TABULAR for path in cfg.paths)
 
 
-def run_vectorized(
-    cfg: IOConfig, vector: VectorPath, counts: Counts, out_fmt: str, summary: Callable[[int], str] | None
-) -> None:
+def _run_vectorized(cfg: IOConfig, current: Session, convert: Any, out_fmt: str) -> int:
     """Parquet/CSV → Parquet/CSV on record batches (pyarrow compute, no loop over rows)."""
     from cdc.formats.registry import open_reader
     from cdc.formats.vectorized import BatchWriter
 
-    for path in cfg.paths:
-        check_input_exists(path)
-    rejects = Rejects(cfg.rejects) if cfg.on_error == OnError.skip else None
-    reject = rejects.add if rejects is not None else None
-    convert = vector(counts)
+    assert current.out is not None
+    writer = BatchWriter(current.out.stream, out_fmt)
+    empty_schema = None
     read = 0
-    with byte_progress(cfg.paths, cfg.progress) as on_bytes:
-        out = Output(cfg.output)
+    for path in cfg.paths:
+        reader: Any = current.watch(
+            open_reader(path, input_format(path, cfg.input_format), current.rejects, current.on_bytes)
+        )
         try:
-            writer = BatchWriter(out.stream, out_fmt)
-            empty_schema = None
-            for path in cfg.paths:
-                reader: Any = open_reader(path, input_format(path, cfg.input_format), rejects, on_bytes)
-                if rejects is not None:
-                    rejects.reader = reader
-                try:
-                    for batch, where in reader.batches():
-                        converted = convert(batch, where, reject)
-                        empty_schema = converted.schema
-                        if len(converted):
-                            writer.write(converted)
-                finally:
-                    read += reader.records
-                    reader.close()
-            writer.close(empty_schema)
-            out.commit()
-            if rejects is not None:
-                rejects.commit()
-        except BaseException:
-            _abort(out, rejects)
-            raise
-    counts.written = sum(counts.by_kind.values())
-    counts.skipped = rejects.count if rejects is not None else 0
-    report(cfg, counts, read, rejects, summary)
+            for batch, where in reader.batches():
+                converted = convert(batch, where, current.reject)
+                empty_schema = converted.schema
+                if len(converted):
+                    writer.write(converted)
+        finally:
+            read += reader.records
+            reader.close()
+    writer.close(empty_schema)
+    return read
 
 
-def run_fast(cfg: IOConfig, fast: FastPath, counts: Counts, summary: Callable[[int], str] | None) -> None:
+def _run_fast(cfg: IOConfig, current: Session, converter: Converter, counts: Counts) -> int:
     """The JSONL → JSONL path: chunks converted in worker processes, written in order."""
-    for path in cfg.paths:
-        check_input_exists(path)
-    rejects = Rejects(cfg.rejects) if cfg.on_error == OnError.skip else None
-    reject = rejects.add if rejects is not None else None
-    converter = fast(Counts())
+    assert current.out is not None
     read = 0
-    with byte_progress(cfg.paths, cfg.progress) as on_bytes:
-        out = Output(cfg.output)
+    for path in cfg.paths:
+        raw = open_input(path, current.on_bytes)
+        head = raw.peek(4)[:4]
+        plain = path != STDIO and not head.startswith(GZIP_MAGIC) and head != ZSTD_MAGIC
+        stream = decompressed(raw, display_name(path))
         try:
-            for path in cfg.paths:
-                raw = open_input(path, on_bytes)
-                plain = path != STDIO and raw.peek(4)[:2] != GZIP_MAGIC and raw.peek(4)[:4] != ZSTD_MAGIC
-                stream = decompressed(raw, display_name(path))
-                try:
-                    read += convert_stream(
-                        converter,
-                        stream,
-                        display_name(path),
-                        out.stream.write,
-                        counts,
-                        reject,
-                        on_bytes=None,
-                        path=path if plain else None,
-                    )
-                finally:
-                    if path != STDIO:
-                        stream.close()
-            out.stream.flush()
-            out.commit()
-            if rejects is not None:
-                rejects.commit()
-        except BaseException:
-            _abort(out, rejects)
-            raise
-    counts.written = sum(counts.by_kind.values())
-    counts.skipped = rejects.count if rejects is not None else 0
-    report(cfg, counts, read, rejects, summary)
+            read += convert_stream(
+                converter,
+                stream,
+                display_name(path),
+                current.out.stream.write,
+                counts,
+                current.reject,
+                path=path if plain else None,
+            )
+        finally:
+            if path != STDIO:
+                stream.close()
+    current.out.stream.flush()
+    return read
 
 
 def read_all(
@@ -236,29 +244,14 @@ def read_all(
     input_choices: Sequence[str] = INPUT_FORMATS,
 ) -> tuple[RowReader, Rejects | None]:
     """For commands that need all of their input before they write (stateful ones)."""
-    if cfg.rejects and cfg.on_error != OnError.skip:
-        raise UsageError("--rejects needs --on-error skip")
-    rejects = Rejects(cfg.rejects) if cfg.on_error == OnError.skip else None
-    with byte_progress(cfg.paths, cfg.progress) as on_bytes:
-        reader = open_inputs(cfg.paths, cfg.input_format, rejects, on_bytes, readers, input_choices)
-        if rejects is not None:
-            rejects.reader = reader
-        try:
-            consume(reader, rejects)
-            if rejects is not None:
-                rejects.commit()
-                if rejects.count:
-                    report(cfg, Counts(), reader.records, rejects)
-        except CdcError as exc:
-            exc.located(reader.location())
-            if rejects is not None:
-                rejects.abort()
-            raise
-        except BaseException:
-            if rejects is not None:
-                rejects.abort()
-            raise
-    return reader, rejects
+    with session(cfg, write=False) as current:
+        reader = current.watch(
+            open_inputs(cfg.paths, cfg.input_format, current.rejects, current.on_bytes, readers, input_choices)
+        )
+        consume(reader, current.rejects)
+    if current.rejects is not None and current.rejects.count:
+        report(cfg, Counts(), reader.records, current.rejects)
+    return reader, current.rejects
 
 
 def write_rows(cfg: IOConfig, rows: Iterable[Row], reader: RowReader | None = None, title: str | None = None) -> None:
@@ -273,12 +266,6 @@ def write_rows(cfg: IOConfig, rows: Iterable[Row], reader: RowReader | None = No
     except BaseException:
         out.abort()
         raise
-
-
-def _abort(out: Output, rejects: Rejects | None) -> None:
-    out.abort()
-    if rejects is not None:
-        rejects.abort()
 
 
 def report(
