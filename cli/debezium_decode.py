@@ -147,7 +147,7 @@ def _fast(options: DebeziumOptions) -> Any:
     """Stateless decoding runs on the parallel chunk path, one decoder per worker."""
 
     def make(counts: Counts) -> Converter:
-        return Converter(DebeziumDecoder(options, counts).decode, counts, tombstones=True)
+        return Converter(DebeziumDecoder(options, counts).fast_decode(), counts, tombstones=True)
 
     return make
 

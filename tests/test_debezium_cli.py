@@ -211,3 +211,41 @@ def test_encode_decode_round_trip_through_the_cli(tmp_path: Path) -> None:
     encoded = run_cdc(["debezium-encode", src])
     back = run_cdc(["debezium-decode"], stdin=encoded.stdout)
     assert parse_jsonl(back.stdout) == changes
+
+
+images = st.one_of(
+    st.none(),
+    st.text(max_size=3),
+    st.dictionaries(
+        st.sampled_from(["id", "v", "op", "w"]),
+        st.one_of(st.integers(0, 3), st.just("__debezium_unavailable_value"), st.none()),
+        max_size=3,
+    ),
+)
+events = st.one_of(
+    st.none(),
+    st.fixed_dictionaries(
+        {"op": st.sampled_from(["c", "r", "u", "d", "t", "m", "x"]), "before": images, "after": images}
+    ),
+    st.fixed_dictionaries({"payload": st.none()}),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(events, max_size=8))
+def test_fast_decode_says_exactly_what_decode_says(batch: list[Any]) -> None:
+    from cdc.core.errors import InputError
+
+    def run(use_fast: bool) -> list[Any]:
+        counts = Counts()
+        decoder = DebeziumDecoder(DebeziumOptions(on_truncate="skip"), counts)
+        convert = decoder.fast_decode() if use_fast else decoder.decode
+        out: list[Any] = []
+        for event in batch:
+            try:
+                out.append(list(convert(event, b"")))
+            except InputError as err:
+                out.append(("error", err.message))
+        return [out, dict(counts.by_kind), dict(counts.notes)]
+
+    assert run(True) == run(False)
