@@ -203,10 +203,9 @@ class DebeziumDecoder:
                     by_kind["-U"] += 1
                     by_kind["+U"] += 1
                     return ({kc: "-U", **before}, {kc: "+U", **after})
-            elif op == "d":
-                if type(before) is dict and kc not in before and missing not in before.values():
-                    by_kind["-D"] += 1
-                    return ({kc: "-D", **before},)
+            elif op == "d" and type(before) is dict and kc not in before and missing not in before.values():
+                by_kind["-D"] += 1
+                return ({kc: "-D", **before},)
             return decode(event, raw)
 
         return plain
