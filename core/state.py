@@ -96,6 +96,8 @@ class KeyedState(TableState):
         super().__init__(findings)
         self.table = KeyedRows(key)
         self.key = tuple(key)
+        self.key_of = self.table.key_of
+        self.rows_by_key = self.table.rows
         self.dedup = dedup
         self.duplicates = 0
         # Keys retracted by -U keep their slot, so that the +U after them does not move the key
@@ -115,9 +117,12 @@ class KeyedState(TableState):
         return None if key in self._retracted else self.table.get(key)
 
     def apply(self, kind: str, image: Row, where: Where = _nowhere) -> None:
+        # Once per change: attribute and method lookups are kept to locals.
         self.by_kind[kind] += 1
-        key = self.table.key_of(image)
-        stored = self.get(key)
+        key = self.key_of(image)
+        rows = self.rows_by_key
+        retracted = self._retracted
+        stored = None if (retracted and key in retracted) else rows.get(key)
         if self.dedup and self._normalized(kind, key, image, stored):
             return
         if kind == "+I" or kind == "+U":
@@ -135,8 +140,9 @@ class KeyedState(TableState):
                     self.noop_updates += 1
                 self.retract_messages += 2
                 self.upsert_messages += 1
-            self.table.put(key, image)
-            self._retracted.discard(key)
+            rows[key] = image
+            if retracted:
+                retracted.discard(key)
         elif kind == "-U":
             if stored is None:
                 self.findings.add(
@@ -152,7 +158,7 @@ class KeyedState(TableState):
                     f"{_changed_columns(stored, image)}",
                     where,
                 )
-            self._retracted.add(key)
+            retracted.add(key)
             self.retract_messages += 1  # a message only the retract encoding has
         else:  # -D
             if stored is None:
@@ -164,8 +170,9 @@ class KeyedState(TableState):
                 return
             self.retract_messages += 1
             self.upsert_messages += 1
-            self.table.pop(key)
-            self._retracted.discard(key)
+            del rows[key]
+            if retracted:
+                retracted.discard(key)
 
     def _normalized(self, kind: str, key: Key, image: Row, stored: Row | None) -> bool:
         """True when ``--dedup`` consumes the change (it is a duplicate, or a -U)."""

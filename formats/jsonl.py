@@ -97,17 +97,39 @@ def _std_default(value: Any) -> Any:
 
 
 class JsonlReader(RowReader):
+    """JSON objects, one per line.
+
+    Per line only ``line`` is written; the raw text (for rejects) is found from the current
+    chunk, and the record count is the lines read minus the blank ones — this loop runs once
+    per row, so bookkeeping is kept to what an error message needs.
+    """
+
     def __init__(self, stream: BinaryIO, source: str, reject: Reject | None = None):
         super().__init__(source, reject)
         self._stream = stream
         self.line = 0
-        self._raw = b""
+        self._lines: list[bytes] = []
+        self._first = 1  # line number of self._lines[0]
+        self._blank = 0  # blank lines skipped (not records)
+
+    @property  # type: ignore[override]
+    def records(self) -> int:
+        return self.line - self._blank
+
+    @records.setter
+    def records(self, value: int) -> None:
+        pass
 
     def location(self) -> Location:
         return Location(self.source, line=self.line)
 
+    @property
+    def raw_bytes(self) -> bytes:
+        index = self.line - self._first
+        return self._lines[index] if 0 <= index < len(self._lines) else b""
+
     def raw(self) -> str:
-        return self._raw.decode("utf-8", "backslashreplace").rstrip("\r\n")
+        return self.raw_bytes.decode("utf-8", "backslashreplace").rstrip("\r\n")
 
     def __iter__(self) -> Iterator[Row]:
         return self.parsed(tombstones=False)  # type: ignore[return-value]
@@ -116,29 +138,27 @@ class JsonlReader(RowReader):
         """JSON objects, one per line. With ``tombstones``, blank lines and ``null`` yield None
         (Kafka tombstones in a topic dump) instead of being skipped or rejected."""
         line_no = 0
-        for chunk, _ in read_chunks(self._stream):
+        for chunk, first in read_chunks(self._stream):
             loads = _loads_exact if has_long_digit_run(chunk) else orjson.loads
             lines = chunk.split(b"\n")
             if lines[-1] == b"":
                 lines.pop()
+            self._lines, self._first = lines, first
             for line in lines:
                 line_no += 1
+                self.line = line_no
                 try:
                     row = loads(line)
                 except (orjson.JSONDecodeError, ValueError):
                     if not line.strip():
                         if tombstones:
-                            self.line, self._raw = line_no, line
-                            self.records += 1
                             yield None
-                        continue  # blank lines are allowed between records
-                    self.line, self._raw = line_no, line
-                    self.records += 1
+                        else:
+                            self._blank += 1  # blank lines are allowed between records
+                        continue
                     row = self._decode_slow(line)
                     if row is None:
                         continue
-                self.line, self._raw = line_no, line
-                self.records += 1
                 if type(row) is not dict:
                     if row is None and tombstones:
                         yield None
@@ -147,11 +167,6 @@ class JsonlReader(RowReader):
                     self.bad_record(InputError(f"expected a JSON object, found {what}: {_clip(line)}"))
                     continue
                 yield row
-        self.line = line_no
-
-    @property
-    def raw_bytes(self) -> bytes:
-        return self._raw
 
     def _decode_slow(self, line: bytes) -> Any:
         """The error path: big integers, or a real error with a useful message."""
