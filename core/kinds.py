@@ -14,10 +14,6 @@ class RowKind(StrEnum):
     DELETE = "-D"
 
     @property
-    def long_name(self) -> str:
-        return self.name
-
-    @property
     def abbreviation(self) -> str:
         """How Flink prints the kind inside a changelog mode, e.g. ``[I,UB,UA,D]``."""
         return _ABBREVIATIONS[self]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Protocol
 
-from cdc.core.errors import CdcError, InputError, Location
+from cdc.core.errors import InputError, Location
 
 Row = dict[str, Any]
 Reject = Callable[[InputError], None]
@@ -87,7 +87,3 @@ class ChainedReader(RowReader):
 
     def raw(self) -> str:
         return self.current.raw() if self.current is not None else ""
-
-
-def located(err: CdcError, reader: RowReader) -> CdcError:
-    return err.located(reader.location())

@@ -165,10 +165,6 @@ class Output:
     def stream(self) -> BinaryIO:
         return self._codec if self._codec is not None else self._file
 
-    @property
-    def is_terminal(self) -> bool:
-        return self.path == STDIO and sys.stdout.isatty()
-
     def commit(self) -> None:
         if self._codec is not None:
             self._codec.close()  # a pyarrow stream closes the file below it too
