@@ -212,35 +212,6 @@ def keep_heap_memory() -> None:
         pass
 
 
-def _convert_ranges(converter: Converter, path: str, absorb: Callable[..., None], skip: bool, workers: int) -> None:
-    global _WORKER
-    _WORKER = (converter, skip)
-    pool = multiprocessing.get_context("fork").Pool(workers, initializer=keep_heap_memory)
-    room = threading.Semaphore(IN_FLIGHT)
-    stopping = threading.Event()
-    ranges: list[tuple[int, int]] = []
-
-    def bounded() -> Iterator[tuple[str, int, int]]:
-        for start, end in line_ranges(path):
-            room.acquire()
-            if stopping.is_set():
-                return
-            ranges.append((start, end))
-            yield path, start, end
-
-    try:
-        for i, result in enumerate(pool.imap(_work_range, bounded(), chunksize=1)):
-            room.release()
-            start, end = ranges[i]
-            absorb(result, end - start, relative=True)
-    finally:
-        stopping.set()
-        for _ in range(IN_FLIGHT + 1):
-            room.release()
-        pool.terminate()
-        _WORKER = None
-
-
 def parallel_ok() -> bool:
     return (os.cpu_count() or 1) >= 2 and "fork" in multiprocessing.get_all_start_methods()
 
@@ -283,38 +254,49 @@ def convert_stream(
         base += result.lines
 
     if path is not None and workers >= 2 and parallel_ok() and os.path.getsize(path) > 2 * CHUNK_BYTES:
-        _convert_ranges(converter, path, absorb, skip, workers)
+        ranges = ((path, start, end) for start, end in line_ranges(path))
+        for result, (_, start, end) in _in_order(_work_range, ranges, converter, skip, workers):
+            absorb(result, end - start, relative=True)
         return records
 
-    global _WORKER
     chunks = read_chunks(stream)
     head = [c for _, c in zip(range(2), chunks, strict=False)]
-
     if len(head) < 2 or workers < 2 or not parallel_ok():  # small input: no processes to start
         keep_heap_memory()
         for chunk, line in chain(head, chunks):
             absorb(convert_chunk(converter, chunk, line, skip), len(chunk))
         return records
-    _WORKER = (converter, skip)
-    context = multiprocessing.get_context("fork")
-    pool = context.Pool(workers, initializer=keep_heap_memory)
+    for result, (chunk, _) in _in_order(_work, chain(head, chunks), converter, skip, workers):
+        absorb(result, len(chunk))
+    return records
+
+
+def _in_order(
+    work: Callable[[Any], ChunkResult], tasks: Iterator[Any], converter: Converter, skip: bool, workers: int
+) -> Iterator[tuple[ChunkResult, Any]]:
+    """Results of ``work`` over ``tasks`` from forked workers, in task order, with at most
+    ``IN_FLIGHT`` tasks read ahead; the pool is shut down cleanly however the caller stops."""
+    global _WORKER
+    _WORKER = (converter, skip)  # inherited through fork, never pickled
+    pool = multiprocessing.get_context("fork").Pool(workers, initializer=keep_heap_memory)
     room = threading.Semaphore(IN_FLIGHT)
     stopping = threading.Event()
-    sizes: list[int] = []
+    sent: list[Any] = []
 
-    def bounded() -> Iterator[tuple[bytes, int]]:
+    def bounded() -> Iterator[Any]:
         # The pool's feeder thread reads as fast as it can; the semaphore holds it back.
-        for task in chain(head, chunks):
+        for task in tasks:
             room.acquire()
             if stopping.is_set():
                 return
-            sizes.append(len(task[0]))
+            sent.append(task)
             yield task
 
     try:
-        for i, result in enumerate(pool.imap(_work, bounded(), chunksize=1)):
+        for i, result in enumerate(pool.imap(work, bounded(), chunksize=1)):
             room.release()
-            absorb(result, sizes[i])
+            task, sent[i] = sent[i], None  # drop the chunk once it is done
+            yield result, task
     finally:
         # On any exit (an error, a closed stdout) free the feeder thread first: terminate()
         # waits for it, and it may be parked on the semaphore.
@@ -323,4 +305,3 @@ def convert_stream(
             room.release()
         pool.terminate()
         _WORKER = None
-    return records

@@ -156,3 +156,18 @@ def test_line_ranges_cover_the_file_at_line_ends(tmp_path: Path, content: bytes)
     assert b"".join(content[a:b] for a, b in ranges) == content
     assert all(content[b - 1 : b] == b"\n" for _, b in ranges[:-1])
     assert all(a < b for a, b in ranges)
+
+
+def test_stdin_and_gzip_take_the_chunk_pool_and_agree_with_the_file(big_file: Path, tmp_path: Path) -> None:
+    import gzip
+
+    by_file = run_cdc(["from-changelog", big_file, "--on-error", "skip"])  # workers read byte ranges
+    by_stdin = run_cdc(["from-changelog", "--on-error", "skip"], stdin=big_file.read_bytes())  # chunks piped
+    packed = tmp_path / "big.jsonl.gz"
+    packed.write_bytes(gzip.compress(big_file.read_bytes(), compresslevel=1))
+    by_gzip = run_cdc(["from-changelog", packed, "--on-error", "skip"])
+    assert by_file.returncode == by_stdin.returncode == by_gzip.returncode == 0
+    assert by_file.stdout == by_stdin.stdout == by_gzip.stdout
+    first_line = by_file.stderr.decode().split(str(big_file))[-1]
+    assert first_line.startswith(":7919: ")  # the same line numbers on every path
+    assert by_stdin.stderr.decode().split("<stdin>")[-1].startswith(":7919: ")
