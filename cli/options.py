@@ -29,7 +29,8 @@ InputFormat = Annotated[
     typer.Option(
         "--input-format",
         "-i",
-        help="jsonl|csv|tsv|parquet; default: by suffix (stdin: JSONL, Parquet sniffed).",
+        help="jsonl|csv|tsv|parquet, and debezium for commands that read changelog rows; "
+        "default: by suffix (stdin: JSONL, Parquet sniffed).",
         rich_help_panel=IO_PANEL,
         show_default=False,
     ),

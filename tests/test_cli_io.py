@@ -278,8 +278,11 @@ def test_progress_bar_goes_to_stderr_and_never_into_the_data(tmp_path: Path) -> 
     rows = [{"op": "INSERT", "id": i} for i in range(2000)]
     f = write_jsonl(tmp_path / "in.jsonl", rows)
     for command in (["from-changelog", str(f)], ["materialize", str(f), "--key", "id", "-f", "jsonl"]):
-        data = f if command[0] == "from-changelog" else write_jsonl(tmp_path / "c.jsonl", [
-            {"op": "+I", "id": i} for i in range(2000)])
+        data = (
+            f
+            if command[0] == "from-changelog"
+            else write_jsonl(tmp_path / "c.jsonl", [{"op": "+I", "id": i} for i in range(2000)])
+        )
         result = run_cdc([command[0], data, *command[2:], "--progress"])
         assert result.returncode == 0, result.stderr
         assert len(parse_jsonl(result.stdout)) == 2000  # stdout is data only
