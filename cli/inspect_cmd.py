@@ -96,7 +96,10 @@ def plain(report: dict[str, Any]) -> str:
 
 def _panel(report: dict[str, Any]) -> None:
     from rich.console import Console
+    from rich.markup import escape
     from rich.panel import Panel
 
-    text = plain(report).replace("consistent\n", "[green]consistent[/]\n")
-    Console().print(Panel(text.rstrip(), title=f"[bold]{report['kinds']}[/] {report['mode']}", expand=False))
+    # values from the data may look like markup ("[red]"): escape them, then colour the verdict
+    text = escape(plain(report)).replace("findings:  consistent\n", "findings:  [green]consistent[/]\n")
+    title = f"[bold]{escape(report['kinds'])}[/] {report['mode']}"
+    Console().print(Panel(text.rstrip(), title=title, expand=False))

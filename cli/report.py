@@ -107,4 +107,4 @@ def render_diff(diff: TableDiff, expected_name: str) -> None:
         ("only in expected", diff.columns_only_in_expected),
     ):
         if cols:
-            console.print(f"columns {label}: {', '.join(cols)}", style="yellow")
+            console.print(Text(f"columns {label}: {', '.join(cols)}", style="yellow"))
