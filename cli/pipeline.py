@@ -215,9 +215,10 @@ def _run_fast(cfg: IOConfig, current: Session, converter: Converter, counts: Cou
     assert current.out is not None
     read = 0
     for path in cfg.paths:
-        raw = open_input(path, current.on_bytes)
-        head = raw.peek(4)[:4]
-        plain = path != STDIO and not head.startswith(GZIP_MAGIC) and head != ZSTD_MAGIC
+        plain = path != STDIO and _plain_file(path)
+        # Progress: a plain file is counted by converted chunks (workers read it, not us);
+        # anything else by the bytes we read.
+        raw = open_input(path, None if plain else current.on_bytes)
         stream = decompressed(raw, display_name(path))
         try:
             read += convert_stream(
@@ -227,6 +228,7 @@ def _run_fast(cfg: IOConfig, current: Session, converter: Converter, counts: Cou
                 current.out.stream.write,
                 counts,
                 current.reject,
+                on_bytes=current.on_bytes if plain else None,
                 path=path if plain else None,
             )
         finally:
@@ -234,6 +236,13 @@ def _run_fast(cfg: IOConfig, current: Session, converter: Converter, counts: Cou
                 stream.close()
     current.out.stream.flush()
     return read
+
+
+def _plain_file(path: str) -> bool:
+    """Not gzip or zstd inside, whatever the name says."""
+    with open(path, "rb") as fh:
+        head = fh.read(4)
+    return not head.startswith(GZIP_MAGIC) and head != ZSTD_MAGIC
 
 
 def read_all(
