@@ -107,6 +107,7 @@ class Source:
             options["csv.field-delimiter"] = "\t"
         if self.fmt in ("csv", "tsv"):
             options["csv.null-literal"] = ""
+            options["csv.ignore-first-line"] = "true"  # the header row
         options.update(extra or {})
         body = ",\n".join(f"  {literal(k)} = {literal(v)}" for k, v in options.items())
         return f"WITH (\n{body}\n)"
@@ -137,8 +138,14 @@ def grouped_codes(mapping: Mapping[str, RowKind]) -> list[tuple[str, str]]:
     return [(", ".join(c), kind.name) for kind, c in codes.items()]
 
 
-def header(command: str) -> str:
-    return f"-- {command}: the same job in Apache Flink SQL (2.3 or later)\n"
+def header(command: str, source: Source | None = None) -> str:
+    text = f"-- {command}: the same job in Apache Flink SQL (2.3 or later)\n"
+    if source is not None and source.fmt in ("csv", "tsv"):
+        text += (
+            "-- 'csv.ignore-first-line' skips the header row from Flink 2.4 (FLINK-20746); "
+            "on 2.3 drop that option and the file's header line\n"
+        )
+    return text
 
 
 def from_changelog_sql(
@@ -167,7 +174,7 @@ def from_changelog_sql(
             "downstream operators see those rows\n"
         )
     call = "SELECT * FROM FROM_CHANGELOG(\n" + ",\n".join(args) + "\n);"
-    return header(command) + create_table("cdc_input", columns, source) + "\n\n" + notes + call + "\n"
+    return header(command, source) + create_table("cdc_input", columns, source) + "\n\n" + notes + call + "\n"
 
 
 def changelog_view(columns: Mapping[str, str], kind_column: str) -> str:
@@ -206,7 +213,7 @@ def to_changelog_sql(
         table = create_table("cdc_input", columns, source)
         return header(command) + table + "\n\n" + call + "\n"
     table = create_table("cdc_input", columns, source)
-    return header(command) + table + "\n\n" + changelog_view(columns, kind_column) + "\n\n" + call + "\n"
+    return header(command, source) + table + "\n\n" + changelog_view(columns, kind_column) + "\n\n" + call + "\n"
 
 
 METADATA_TYPES = {

@@ -93,6 +93,7 @@ def test_key_preset_and_skip(tmp_path: Path) -> None:
 def test_csv_and_parquet_sources(tmp_path: Path) -> None:
     csv_sql = sql_of(["from-changelog", SAMPLES / "orders-ops.csv"])
     assert "'format' = 'csv'" in csv_sql and "`amount` STRING" in csv_sql  # CSV values are text
+    assert "'csv.ignore-first-line' = 'true'" in csv_sql and "FLINK-20746" in csv_sql
     src = write_parquet(tmp_path / "in.parquet", [{"op": "INSERT", "n": 1, "x": 1.5}])
     parquet_sql = sql_of(["from-changelog", src])
     assert "'format' = 'parquet'" in parquet_sql and "`n` BIGINT" in parquet_sql
