@@ -109,6 +109,8 @@ def session(cfg: IOConfig, write: bool = True) -> Iterator[Session]:
     """
     if cfg.rejects and cfg.on_error != OnError.skip:
         raise UsageError("--rejects needs --on-error skip")
+    if cfg.rejects == STDIO:
+        raise UsageError("--rejects needs a file name: stdout carries the data")
     for path in cfg.paths:  # before anything peeks at stdin
         check_input_exists(path)
     rejects = Rejects(cfg.rejects) if cfg.on_error == OnError.skip else None

@@ -82,6 +82,7 @@ def test_usage_errors_exit_2(tmp_path: Path) -> None:
     assert "cannot tell the output format" in fail(["from-changelog", str(tmp_path / "in.jsonl"), "-o", "x.weird"], 2)
     assert "unknown preset" in fail(["from-changelog", f, "--preset", "nope"], 2)
     assert "--rejects needs --on-error skip" in fail(["from-changelog", f, "--rejects", str(tmp_path / "r.jsonl")], 2)
+    assert "stdout carries the data" in fail(["from-changelog", f, "--on-error", "skip", "--rejects", "-"], 2)
 
 
 def test_upsert_mapping_without_key_is_a_usage_error(tmp_path: Path) -> None:
