@@ -57,12 +57,20 @@ def _not_json(constant: str) -> Any:
     raise ValueError(f"{constant} is not valid JSON")
 
 
+def _number(text: str) -> float | Decimal:
+    """A float literal with more significant digits than a double holds stays exact (Decimal,
+    written back verbatim); ordinary ones stay floats, as on orjson's path."""
+    mantissa = text.lstrip("-").split("e")[0].split("E")[0].replace(".", "").lstrip("0")
+    return float(text) if len(mantissa) <= 17 else Decimal(text)
+
+
 def _loads_exact(line: bytes | str) -> Any:
-    """orjson stops at 64-bit integers; the standard library keeps larger ones exact.
+    """orjson stops at 64-bit integers and double precision; the standard library keeps larger
+    integers exact, and ``_number`` long float literals.
 
     NaN and Infinity are rejected here too, as orjson rejects them: they are not JSON.
     """
-    return json.loads(line, parse_constant=_not_json)
+    return json.loads(line, parse_constant=_not_json, parse_float=_number)
 
 
 def encode_default(value: Any) -> Any:
@@ -78,22 +86,27 @@ def encode_default(value: Any) -> Any:
     raise TypeError(f"cannot write a {type(value).__name__} value as JSON")
 
 
+def _big_ints_as_text(value: Any) -> Any:
+    """orjson refuses integers beyond 64 bits; as raw JSON fragments they are written exactly."""
+    if type(value) is int and not -(2**63) <= value < 2**64:
+        return orjson.Fragment(str(value))
+    if isinstance(value, dict):
+        return {k: _big_ints_as_text(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_big_ints_as_text(v) for v in value]
+    return value
+
+
 def dumps(row: Any) -> bytes:
+    """One JSON line; the slow path (a walk over the row) runs only for integers past 64 bits."""
     try:
         return orjson.dumps(row, default=encode_default, option=orjson.OPT_APPEND_NEWLINE)
     except TypeError:
         pass
-    # Integers beyond 64 bits: the standard library writes them exactly.
     try:
-        return json.dumps(row, ensure_ascii=False, separators=(",", ":"), default=_std_default).encode() + b"\n"
-    except (TypeError, ValueError) as exc:
+        return orjson.dumps(_big_ints_as_text(row), default=encode_default, option=orjson.OPT_APPEND_NEWLINE)
+    except TypeError as exc:
         raise InputError(f"cannot write this row as JSON: {exc}") from exc
-
-
-def _std_default(value: Any) -> Any:
-    if isinstance(value, Decimal | dt.date | dt.time | dt.datetime):
-        return str(value) if not isinstance(value, dt.date) else value.isoformat()
-    return encode_default(value)
 
 
 class JsonlReader(RowReader):
