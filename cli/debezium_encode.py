@@ -12,6 +12,7 @@ from cdc.cli.pipeline import CHANGELOG_INPUTS, IOConfig, changelog_readers, run
 from cdc.core.errors import UsageError
 from cdc.core.stats import Counts
 from cdc.formats.debezium import EncodeOptions, encode_debezium
+from cdc.formats.registry import format_of
 
 DBZ_PANEL = "Debezium"
 
@@ -75,6 +76,11 @@ def command(
       cdc debezium-encode changes.jsonl --time-column updated_at -o events.jsonl
     """
     with reported_errors(verbose):
+        if output != "-" and format_of(output) not in (None, "jsonl"):
+            raise UsageError(
+                f"debezium-encode writes Debezium JSON lines; {output!r} names another format",
+                hint="write to a .jsonl (or .jsonl.gz) file",
+            )
         counts = Counts()
         opts = EncodeOptions(
             kind_column=kind_column,

@@ -249,3 +249,9 @@ def test_fast_decode_says_exactly_what_decode_says(batch: list[Any]) -> None:
         return [out, dict(counts.by_kind), dict(counts.notes)]
 
     assert run(True) == run(False)
+
+
+def test_encode_refuses_a_non_json_output_name(tmp_path: Path) -> None:
+    result = run_cdc(["debezium-encode", "-o", tmp_path / "events.parquet"], stdin=b'{"op": "+I", "id": 1}\n')
+    assert result.returncode == 2 and b"writes Debezium JSON lines" in result.stderr
+    assert not (tmp_path / "events.parquet").exists()
