@@ -26,6 +26,7 @@ from cdc.formats.jsonl import (
     CHUNK_BYTES,
     _clip,
     _loads_exact,
+    bad_line_message,
     dumps,
     encode_default,
     has_long_digit_run,
@@ -82,7 +83,7 @@ def convert_chunk(converter: Converter, chunk: bytes, first_line: int, skip: boo
                 event = None
             else:
                 result.records += 1
-                message = _json_error(line)
+                message = bad_line_message(line)
                 if not skip:
                     result.error = (line_no, message, None)
                     break
@@ -116,20 +117,6 @@ def convert_chunk(converter: Converter, chunk: bytes, first_line: int, skip: boo
     result.notes, counts.notes = counts.notes, Counter()
     result.dropped, counts.dropped = counts.dropped, 0
     return result
-
-
-def _json_error(line: bytes) -> str:
-    try:
-        line.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return f"invalid UTF-8 at byte {exc.start}"
-    try:
-        _loads_exact(line)
-    except ValueError as exc:
-        text = line.decode("utf-8").rstrip("\r")
-        truncated = text.lstrip().startswith("{") and not text.endswith("}")
-        return f"invalid JSON{' (truncated line?)' if truncated else ''}: {exc}: {_clip(line)}"
-    return f"invalid JSON: {_clip(line)}"
 
 
 def _text(line: bytes) -> str:

@@ -169,9 +169,8 @@ class JsonlReader(RowReader):
                         else:
                             self._blank += 1  # blank lines are allowed between records
                         continue
-                    row = self._decode_slow(line)
-                    if row is None:
-                        continue
+                    self.bad_record(InputError(bad_line_message(line)))
+                    continue
                 if type(row) is not dict:
                     if row is None and tombstones:
                         yield None
@@ -181,21 +180,20 @@ class JsonlReader(RowReader):
                     continue
                 yield row
 
-    def _decode_slow(self, line: bytes) -> Any:
-        """The error path: big integers, or a real error with a useful message."""
-        try:
-            text = line.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            self.bad_record(InputError(f"invalid UTF-8 at byte {exc.start}"))
-            return None
-        try:
-            return _loads_exact(text)
-        except ValueError as exc:
-            stripped = text.rstrip("\r\n")
-            truncated = not stripped.endswith("}") or not line.endswith(b"\n")
-            hint = " (truncated line?)" if truncated and stripped.lstrip().startswith("{") else ""
-            self.bad_record(InputError(f"invalid JSON{hint}: {exc}: {_clip(line)}"))
-            return None
+
+def bad_line_message(line: bytes) -> str:
+    """Why a line is not a JSON object's text: the one wording for every JSONL path."""
+    try:
+        line.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"invalid UTF-8 at byte {exc.start}"
+    try:
+        _loads_exact(line)
+    except ValueError as exc:
+        text = line.decode("utf-8").rstrip("\r")
+        truncated = text.lstrip().startswith("{") and not text.endswith("}")
+        return f"invalid JSON{' (truncated line?)' if truncated else ''}: {exc}: {_clip(line)}"
+    return f"invalid JSON: {_clip(line)}"
 
 
 def _clip(line: bytes, limit: int = 80) -> str:

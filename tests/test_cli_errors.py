@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import json
 from pathlib import Path
 
 import pytest
@@ -107,3 +108,20 @@ def test_gzip_input_errors_still_name_the_line(tmp_path: Path) -> None:
     f = tmp_path / "in.jsonl.gz"
     f.write_bytes(gzip.compress(b'{"op": "INSERT"}\n{"op": "NOPE"}\n'))
     assert f"{f}:2: invalid op code 'NOPE'" in fail(["from-changelog", str(f)], 3)
+
+
+def test_both_jsonl_paths_word_a_bad_line_alike(tmp_path: Path) -> None:
+    f = tmp_path / "in.jsonl"
+    f.write_bytes(b'{"op": "+I", "id": 1}\n{"op": "+I",, "id": 2}\n{"op": "+I", "id": \n')
+    chunk_path = fail(["to-changelog", str(f)], 3)  # a file: the chunked fast path
+    row_path = run_cdc(["materialize", "--key", "id"], stdin=f.read_bytes()).stderr.decode()  # the row reader
+    message = "invalid JSON: Expecting property name enclosed in double quotes"
+    assert f"{f}:2: {message}" in chunk_path and f"<stdin>:2: {message}" in row_path
+    assert "truncated" not in chunk_path and "truncated" not in row_path  # the line is complete
+    rejects = tmp_path / "rejects.jsonl"
+    run_cdc(["materialize", "--key", "id", "--on-error", "skip", "--rejects", rejects], stdin=f.read_bytes())
+    errors = [json.loads(line) for line in rejects.read_text().splitlines()]
+    assert [(e["line"], e["error"].split(":")[0]) for e in errors] == [
+        (2, "invalid JSON"),
+        (3, "invalid JSON (truncated line?)"),
+    ]
