@@ -16,7 +16,7 @@ VECTOR_BATCH_ROWS = 131_072
 
 
 class ParquetReader(RowReader):
-    def __init__(self, stream: BinaryIO, source: str, reject: Reject | None = None, path: str | None = None):
+    def __init__(self, stream: BinaryIO | None, source: str, reject: Reject | None = None, path: str | None = None):
         super().__init__(source, reject)
         import pyarrow as pa
         import pyarrow.parquet as pq
@@ -26,6 +26,7 @@ class ParquetReader(RowReader):
                 self._file = pq.ParquetFile(path, memory_map=True)
             else:
                 # A Parquet footer is at the end: stdin has to be buffered whole.
+                assert stream is not None
                 self._file = pq.ParquetFile(pa.BufferReader(stream.read()))
         except (pa.ArrowException, OSError) as exc:
             raise InputError(f"not a valid Parquet file: {exc}", where=Location(source)) from exc

@@ -11,6 +11,7 @@ from cdc.formats.streams import (
     PARQUET_MAGIC,
     STDIO,
     OnBytes,
+    check_input_exists,
     decompressed,
     display_name,
     open_input,
@@ -85,15 +86,18 @@ def open_reader(
 ) -> RowReader:
     """Open one input. ``readers`` adds envelope readers (e.g. ``debezium``) by format name."""
     source = display_name(path)
+    if fmt == "parquet" and path != STDIO:  # pyarrow reads the file itself (memory-mapped)
+        from cdc.formats.parquet import ParquetReader
+
+        check_input_exists(path)
+        return ParquetReader(None, source, reject, path=path)
     raw = open_input(path, on_bytes)
     if fmt is None:  # stdin: Parquet by its magic, else JSON lines
         fmt = "parquet" if raw.peek(4)[:4] == PARQUET_MAGIC else "jsonl"
-    if fmt == "parquet":
+    if fmt == "parquet":  # stdin: buffered whole, a Parquet footer is at the end
         from cdc.formats.parquet import ParquetReader
 
-        if path != STDIO:
-            raw.close()
-        return ParquetReader(raw, source, reject, path=None if path == STDIO else path)
+        return ParquetReader(raw, source, reject)
     stream = decompressed(raw, source)
     if fmt in DELIMITERS:
         from cdc.formats.delimited import DelimitedReader
