@@ -147,7 +147,12 @@ def _fast(options: DebeziumOptions) -> Any:
     """Stateless decoding runs on the parallel chunk path, one decoder per worker."""
 
     def make(counts: Counts) -> Converter:
-        return Converter(DebeziumDecoder(options, counts).fast_decode(), counts, tombstones=True)
+        from cdc.formats.splice import DebeziumSplice  # msgspec is loaded only on this path
+
+        decoder = DebeziumDecoder(options, counts)
+        plain = not options.metadata and options.schema_include != "true" and decoder.stateless
+        splice = DebeziumSplice(options.kind_column, counts) if plain else None
+        return Converter(decoder.fast_decode(), counts, tombstones=True, splice=splice)
 
     return make
 

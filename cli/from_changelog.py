@@ -157,6 +157,16 @@ def command(
             cfg,
             lambda reader, reject: from_changelog(reader, spec, counts, reject),
             counts,
-            fast=lambda c: Converter(FromChangelogRow(spec, c), c),
+            fast=lambda c: _fast(spec, c),
             vector=lambda c: from_changelog_batches(spec, c),
         )
+
+
+def _fast(spec: FromChangelogSpec, counts: Counts) -> Converter:
+    """The JSON lines path: whole chunks spliced as bytes where they can be, else row by row."""
+    from cdc.formats.splice import from_changelog_splice  # msgspec is loaded only on this path
+
+    splice = (
+        None if spec.keys else from_changelog_splice(spec.op_column, spec.kind_column, spec.mapping, spec.drop, counts)
+    )
+    return Converter(FromChangelogRow(spec, counts), counts, splice=splice)

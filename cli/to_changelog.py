@@ -125,6 +125,14 @@ def command(
             counts,
             readers=changelog_readers(kind_column),
             input_choices=CHANGELOG_INPUTS,
-            fast=None if input_format == "debezium" else lambda c: Converter(ToChangelogRow(spec, c), c),
+            fast=None if input_format == "debezium" else lambda c: _fast(spec, c),
             vector=lambda c: to_changelog_batches(spec, c),
         )
+
+
+def _fast(spec: ToChangelogSpec, counts: Counts) -> Converter:
+    """The JSON lines path: whole chunks spliced as bytes where they can be, else row by row."""
+    from cdc.formats.splice import to_changelog_splice  # msgspec is loaded only on this path
+
+    splice = to_changelog_splice(spec.kind_column, spec.op_column, spec.mapping, spec.drop, counts)
+    return Converter(ToChangelogRow(spec, counts), counts, splice=splice)

@@ -8,6 +8,7 @@ Small inputs are converted in-process with the same chunk loop.
 
 from __future__ import annotations
 
+import mmap
 import multiprocessing
 import os
 import threading
@@ -15,7 +16,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from itertools import chain
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Protocol
 
 import orjson
 
@@ -34,9 +35,22 @@ from cdc.formats.jsonl import (
 )
 
 IN_FLIGHT = 6  # chunks read ahead of the writer: memory stays flat whatever the input size
+# Workers hand their output back through shared memory, one slot per chunk in flight: a pipe
+# moves a megabyte in 64 KB pieces, each a context switch, which cost more than converting it.
+SLOT_BYTES = 4 * CHUNK_BYTES
 # A converter gets one parsed line (None for a tombstone when it accepts them) and the raw
 # line, and returns the rows to write; bad input raises InputError.
 LineConverter = Callable[[Any, bytes], "tuple[dict[str, Any], ...] | list[dict[str, Any]]"]
+
+
+class Splice(Protocol):
+    """Converts a whole chunk of lines as bytes (formats.splice), or declines it (None)."""
+
+    def __call__(self, chunk: bytes) -> tuple[bytes, int] | None: ...
+
+    def takes(self, line: bytes) -> bool:
+        """False for a line it would certainly decline (checked when a chunk was declined)."""
+        ...
 
 
 @dataclass
@@ -44,6 +58,8 @@ class Converter:
     convert: LineConverter
     counts: Counts
     tombstones: bool = False  # blank lines and null are passed on (Debezium) instead of skipped
+    # Converts whole chunks as bytes (formats.splice); a chunk it declines goes line by line.
+    splice: Splice | None = None
 
 
 @dataclass
@@ -56,10 +72,74 @@ class ChunkResult:
     dropped: int = 0
     notes: Counter[str] = field(default_factory=Counter)
     lines: int = 0  # newlines in the chunk (range tasks: the parent numbers lines from them)
+    shared: tuple[int, int] | None = None  # (offset, length) of ``data`` in the shared slots instead
 
 
 def convert_chunk(converter: Converter, chunk: bytes, first_line: int, skip: bool) -> ChunkResult:
     """Convert the lines of one chunk; line numbers start at ``first_line``."""
+    result = ChunkResult(b"", 0)
+    splice = converter.splice if converter.splice is not None and _valid_utf8(chunk) else None
+    spliced = splice(chunk) if splice is not None else None
+    if spliced is not None:
+        result.data, result.records = spliced
+    elif splice is not None:
+        result.data = _convert_mixed(converter, splice, chunk, first_line, skip, result)
+    else:
+        result.data = _convert_lines(converter, chunk, first_line, skip, result)
+    counts = converter.counts
+    result.by_kind, counts.by_kind = counts.by_kind, Counter()
+    result.notes, counts.notes = counts.notes, Counter()
+    result.dropped, counts.dropped = counts.dropped, 0
+    return result
+
+
+def _convert_mixed(
+    converter: Converter, splice: Splice, chunk: bytes, first_line: int, skip: bool, result: ChunkResult
+) -> bytes:
+    """A chunk the splice declined: runs of lines it may take are spliced together, one line at a
+    time if the run is declined too, and the rest go the general way. Whether a line is spliced
+    depends on that line alone, so it is written the same however the input was cut in chunks."""
+    lines = chunk.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    out: list[bytes] = []
+
+    def general(i: int) -> None:
+        out.append(_convert_lines(converter, lines[i] + b"\n", first_line + i, skip, result))
+
+    def run(start: int, end: int) -> None:
+        if start < end:
+            spliced = splice(b"\n".join(lines[start:end]) + b"\n")
+            if spliced is not None:
+                out.append(spliced[0])
+                result.records += spliced[1]
+                return
+        for i in range(start, end):
+            spliced = splice(lines[i] + b"\n") if end - start > 1 else None
+            if spliced is None:
+                general(i)
+                if result.error is not None:
+                    return
+            else:
+                out.append(spliced[0])
+                result.records += 1
+
+    start = 0
+    for i, line in enumerate(lines):
+        if not splice.takes(line):
+            run(start, i)
+            if result.error is None:
+                general(i)
+            if result.error is not None:
+                break
+            start = i + 1
+    else:
+        run(start, len(lines))
+    return b"".join(out)
+
+
+def _convert_lines(converter: Converter, chunk: bytes, first_line: int, skip: bool, result: ChunkResult) -> bytes:
+    """The general way: each line parsed by orjson and converted as a row."""
     loads = _loads_exact if has_long_digit_run(chunk) else orjson.loads
     convert = converter.convert
     tombstones = converter.tombstones
@@ -67,7 +147,6 @@ def convert_chunk(converter: Converter, chunk: bytes, first_line: int, skip: boo
     fast = orjson.dumps
     parts: list[bytes] = []
     append = parts.append
-    result = ChunkResult(b"", 0)
     lines = chunk.split(b"\n")
     if lines and lines[-1] == b"":
         lines.pop()
@@ -111,12 +190,19 @@ def convert_chunk(converter: Converter, chunk: bytes, first_line: int, skip: boo
                 append(fast(row, default=encode_default, option=opts))
             except TypeError:
                 append(dumps(row))
-    result.data = b"".join(parts)
-    counts = converter.counts
-    result.by_kind, counts.by_kind = counts.by_kind, Counter()
-    result.notes, counts.notes = counts.notes, Counter()
-    result.dropped, counts.dropped = counts.dropped, 0
-    return result
+    return b"".join(parts)
+
+
+def _valid_utf8(chunk: bytes) -> bool:
+    """msgspec skips over string values it is not asked for without checking their UTF-8;
+    orjson on the general path names the bad line."""
+    if chunk.isascii():
+        return True
+    try:
+        chunk.decode()
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _text(line: bytes) -> str:
@@ -126,23 +212,34 @@ def _text(line: bytes) -> str:
 # -- the worker side: the converter is inherited through fork, never pickled ------------------
 
 _WORKER: tuple[Converter, bool] | None = None
+_SLOTS: mmap.mmap | None = None  # shared with the workers: made before they fork
 
 
-def _work(task: tuple[bytes, int]) -> ChunkResult:
+def _to_slot(result: ChunkResult, slot: int) -> ChunkResult:
+    size = len(result.data)
+    if _SLOTS is not None and size <= SLOT_BYTES:
+        offset = slot * SLOT_BYTES
+        _SLOTS[offset : offset + size] = result.data
+        result.data, result.shared = b"", (offset, size)
+    return result
+
+
+def _work(task: tuple[int, tuple[bytes, int]]) -> ChunkResult:
     assert _WORKER is not None
     converter, skip = _WORKER
-    return convert_chunk(converter, task[0], task[1], skip)
+    slot, (chunk, line) = task
+    return _to_slot(convert_chunk(converter, chunk, line, skip), slot)
 
 
 _FILES: dict[str, int] = {}  # path → descriptor, per worker
 
 
-def _work_range(task: tuple[str, int, int]) -> ChunkResult:
+def _work_range(task: tuple[int, tuple[str, int, int]]) -> ChunkResult:
     """A byte range of a plain file, read by the worker itself: no input crosses the pipe.
     Line numbers in the result count from 1 at the range's start; the parent adds the offset."""
     assert _WORKER is not None
     converter, skip = _WORKER
-    path, start, end = task
+    slot, (path, start, end) = task
     fd = _FILES.get(path)
     if fd is None:
         fd = _FILES[path] = os.open(path, os.O_RDONLY)
@@ -151,7 +248,7 @@ def _work_range(task: tuple[str, int, int]) -> ChunkResult:
         chunk = chunk[3:]
     result = convert_chunk(converter, chunk, 1, skip)
     result.lines = chunk.count(b"\n")
-    return result
+    return _to_slot(result, slot)
 
 
 def line_ranges(path: str, size: int = CHUNK_BYTES, window: int = 1 << 16) -> Iterator[tuple[int, int]]:
@@ -207,7 +304,7 @@ def convert_stream(
     converter: Converter,
     stream: BinaryIO,
     source: str,
-    write: Callable[[bytes], Any],
+    write: Callable[[bytes | memoryview], Any],
     counts: Counts,
     reject: Callable[[InputError, str], None] | None,
     on_bytes: Callable[[int], None] | None = None,
@@ -225,7 +322,12 @@ def convert_stream(
     def absorb(result: ChunkResult, size: int, relative: bool = False) -> None:
         nonlocal records, base
         offset = base if relative else 0
-        write(result.data)
+        if result.shared is not None and _SLOTS is not None:
+            at, size = result.shared
+            with memoryview(_SLOTS)[at : at + size] as data:
+                write(data)
+        else:
+            write(result.data)
         records += result.records
         counts.by_kind.update(result.by_kind)
         counts.notes.update(result.notes)
@@ -263,27 +365,29 @@ def _in_order(
 ) -> Iterator[tuple[ChunkResult, Any]]:
     """Results of ``work`` over ``tasks`` from forked workers, in task order, with at most
     ``IN_FLIGHT`` tasks read ahead; the pool is shut down cleanly however the caller stops."""
-    global _WORKER
+    global _WORKER, _SLOTS
     _WORKER = (converter, skip)  # inherited through fork, never pickled
+    _SLOTS = mmap.mmap(-1, IN_FLIGHT * SLOT_BYTES)  # anonymous and shared; pages used on touch
     pool = multiprocessing.get_context("fork").Pool(workers, initializer=keep_heap_memory)
     room = threading.Semaphore(IN_FLIGHT)
     stopping = threading.Event()
     sent: list[Any] = []
 
     def bounded() -> Iterator[Any]:
-        # The pool's feeder thread reads as fast as it can; the semaphore holds it back.
-        for task in tasks:
+        # The pool's feeder thread reads as fast as it can; the semaphore holds it back. Task k
+        # gets slot k % IN_FLIGHT: it is sent only once task k - IN_FLIGHT has been written.
+        for k, task in enumerate(tasks):
             room.acquire()
             if stopping.is_set():
                 return
             sent.append(task)
-            yield task
+            yield k % IN_FLIGHT, task
 
     try:
         for i, result in enumerate(pool.imap(work, bounded(), chunksize=1)):
-            room.release()
             task, sent[i] = sent[i], None  # drop the chunk once it is done
-            yield result, task
+            yield result, task  # the caller writes the result out before asking for the next
+            room.release()
     finally:
         # On any exit (an error, a closed stdout) free the feeder thread first: terminate()
         # waits for it, and it may be parked on the semaphore.
@@ -292,3 +396,5 @@ def _in_order(
             room.release()
         pool.terminate()
         _WORKER = None
+        _SLOTS.close()
+        _SLOTS = None
