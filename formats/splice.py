@@ -154,13 +154,26 @@ def to_changelog_splice(
     return ColumnSplice(kind_column, op_column, codes, counts)
 
 
+_NULL = msgspec.Raw(b"null")
+
+
 class _Event(msgspec.Struct):
     op: str
-    before: msgspec.Raw = msgspec.Raw(b"null")
-    after: msgspec.Raw = msgspec.Raw(b"null")
+    before: msgspec.Raw = _NULL
+    after: msgspec.Raw = _NULL
 
 
 _PLACEHOLDER = b"__debezium_unavailable_value"
+
+
+def _declined(text: bytes, kind_column: str) -> bool:
+    """What makes a Debezium line the splice's to decline, found without parsing it."""
+    return _PLACEHOLDER in text or b'"payload"' in text or _disguised_names(text, kind_column)
+
+
+def _text_image(image: msgspec.Raw) -> bool:
+    """An image given as JSON text is MongoDB's, which the general way refuses with a reason."""
+    return image != _NULL and bytes(image)[:1] == b'"'
 
 
 class DebeziumSplice:
@@ -185,14 +198,12 @@ class DebeziumSplice:
         return (
             line.count(self.kind_key) == (1 if self.kind_column == "op" else 0)
             and bool(line.strip())
-            and _PLACEHOLDER not in line
-            and b'"payload"' not in line
-            and not _disguised_names(line, self.kind_column)
+            and not _declined(line, self.kind_column)
         )
 
     def __call__(self, chunk: bytes) -> tuple[bytes, int] | None:
         body, lines = _lines_of(chunk)
-        if _PLACEHOLDER in body or b'"payload"' in body or _disguised_names(body, self.kind_column):
+        if _declined(body, self.kind_column):
             return None
         # The kind column must not be a column of any image: "op" may occur once a line, as the op.
         if body.count(self.kind_key) != (lines if self.kind_column == "op" else 0):
@@ -225,8 +236,8 @@ class DebeziumSplice:
             op = event.op
             if op == "c" or op == "r":
                 after = bytes(event.after)
-                if after[:1] != b"{" or after == b"{}" or bytes(event.before)[:1] == b'"':
-                    return None  # (a JSON text image is MongoDB's, which the general way refuses)
+                if after[:1] != b"{" or after == b"{}" or _text_image(event.before):
+                    return None
                 append(after.replace(b"{", insert, 1))
                 n_insert += 1
             elif op == "u":
@@ -240,7 +251,7 @@ class DebeziumSplice:
                 n_update += 1
             elif op == "d":
                 before = bytes(event.before)
-                if before[:1] != b"{" or before == b"{}" or bytes(event.after)[:1] == b'"':
+                if before[:1] != b"{" or before == b"{}" or _text_image(event.after):
                     return None
                 append(before.replace(b"{", delete, 1))
                 n_delete += 1
