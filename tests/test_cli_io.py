@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from helpers import (
     SAMPLES,
     cdc_executable,
@@ -238,15 +239,17 @@ def test_python_dash_m_works() -> None:
     assert result.stdout.startswith(b"cdc ")
 
 
-def test_a_full_disk_leaves_the_old_file_and_no_temp_file(tmp_path: Path) -> None:
+@pytest.mark.parametrize("suffix", ["jsonl", "parquet"])  # parquet: written on a writer thread
+def test_a_full_disk_leaves_the_old_file_and_no_temp_file(tmp_path: Path, suffix: str) -> None:
     import resource
 
     def small_disk() -> None:  # writes past 64 KiB fail as they would on a full disk
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         resource.setrlimit(resource.RLIMIT_FSIZE, (64 << 10, 64 << 10))
 
-    src = write_jsonl(tmp_path / "in.jsonl", [{"op": "INSERT", "id": i, "pad": "x" * 100} for i in range(5000)])
-    out = tmp_path / "out.jsonl"
+    rows = [{"op": "INSERT", "id": i, "pad": os.urandom(60).hex()} for i in range(5000)]
+    src = (write_jsonl if suffix == "jsonl" else write_parquet)(tmp_path / f"in.{suffix}", rows)
+    out = tmp_path / f"out.{suffix}"
     out.write_text("old\n")
     result = subprocess.run(
         [*cdc_executable(), "from-changelog", str(src), "-o", str(out)],
@@ -258,7 +261,7 @@ def test_a_full_disk_leaves_the_old_file_and_no_temp_file(tmp_path: Path) -> Non
     assert result.returncode == 3, err
     assert err.startswith("cdc: error: ") and "File too large" in err and "Traceback" not in err
     assert out.read_text() == "old\n"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl", "out.jsonl"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"in.{suffix}", f"out.{suffix}"]
 
 
 def test_no_input_on_a_terminal_is_a_usage_error_not_a_hang() -> None:
