@@ -147,12 +147,13 @@ def _fast(options: DebeziumOptions) -> Any:
     """Stateless decoding runs on the parallel chunk path, one decoder per worker."""
 
     def make(counts: Counts) -> Converter:
-        from cdc.formats.splice import DebeziumSplice  # msgspec is loaded only on this path
+        from cdc.formats.splice import DebeziumSplice, debezium_kernel  # msgspec: only this path
 
         decoder = DebeziumDecoder(options, counts)
         plain = not options.metadata and options.schema_include != "true" and decoder.stateless
-        splice = DebeziumSplice(options.kind_column, counts) if plain else None
-        return Converter(decoder.fast_decode(), counts, tombstones=True, splice=splice)
+        kernel = debezium_kernel(options.kind_column, counts) if plain else None
+        splice = DebeziumSplice(options.kind_column, counts) if plain and not kernel else None
+        return Converter(decoder.fast_decode(), counts, tombstones=True, splice=splice, kernel=kernel)
 
     return make
 

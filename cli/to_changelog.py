@@ -132,7 +132,9 @@ def command(
 
 def _fast(spec: ToChangelogSpec, counts: Counts) -> Converter:
     """The JSON lines path: whole chunks spliced as bytes where they can be, else row by row."""
-    from cdc.formats.splice import to_changelog_splice  # msgspec is loaded only on this path
+    from cdc.formats.splice import to_changelog_kernel, to_changelog_splice  # msgspec: only this path
 
-    splice = to_changelog_splice(spec.kind_column, spec.op_column, spec.mapping, spec.drop, counts)
-    return Converter(ToChangelogRow(spec, counts), counts, splice=splice)
+    args = (spec.kind_column, spec.op_column, spec.mapping, spec.drop, counts)
+    kernel = to_changelog_kernel(*args)
+    splice = None if kernel else to_changelog_splice(*args)
+    return Converter(ToChangelogRow(spec, counts), counts, splice=splice, kernel=kernel)

@@ -60,6 +60,8 @@ class Converter:
     tombstones: bool = False  # blank lines and null are passed on (Debezium) instead of skipped
     # Converts whole chunks as bytes (formats.splice); a chunk it declines goes line by line.
     splice: Splice | None = None
+    # The C kernel (formats.splice): (chunk, start) → (output, position it stopped at, lines).
+    kernel: Callable[[bytes, int], tuple[bytes, int, int]] | None = None
 
 
 @dataclass
@@ -78,6 +80,9 @@ class ChunkResult:
 def convert_chunk(converter: Converter, chunk: bytes, first_line: int, skip: bool) -> ChunkResult:
     """Convert the lines of one chunk; line numbers start at ``first_line``."""
     result = ChunkResult(b"", 0)
+    if converter.kernel is not None:
+        result.data = _convert_with_kernel(converter, converter.kernel, chunk, first_line, skip, result)
+        return _take_counts(converter, result)
     splice = converter.splice if converter.splice is not None and _valid_utf8(chunk) else None
     spliced = splice(chunk) if splice is not None else None
     if spliced is not None:
@@ -86,11 +91,43 @@ def convert_chunk(converter: Converter, chunk: bytes, first_line: int, skip: boo
         result.data = _convert_mixed(converter, splice, chunk, first_line, skip, result)
     else:
         result.data = _convert_lines(converter, chunk, first_line, skip, result)
+    return _take_counts(converter, result)
+
+
+def _take_counts(converter: Converter, result: ChunkResult) -> ChunkResult:
+    """Move the counts the chunk added from the converter into its result."""
     counts = converter.counts
     result.by_kind, counts.by_kind = counts.by_kind, Counter()
     result.notes, counts.notes = counts.notes, Counter()
     result.dropped, counts.dropped = counts.dropped, 0
     return result
+
+
+def _convert_with_kernel(
+    converter: Converter,
+    kernel: Callable[[bytes, int], tuple[bytes, int, int]],
+    chunk: bytes,
+    first_line: int,
+    skip: bool,
+    result: ChunkResult,
+) -> bytes:
+    """The kernel converts lines until one it declines; that line goes the general way."""
+    out: list[bytes] = []
+    position, line_no, size = 0, first_line, len(chunk)
+    while position < size:
+        data, position, lines = kernel(chunk, position)
+        out.append(data)
+        result.records += lines
+        line_no += lines
+        if position >= size:
+            break
+        end = chunk.find(b"\n", position)
+        end = size if end < 0 else end + 1
+        out.append(_convert_lines(converter, chunk[position:end], line_no, skip, result))
+        if result.error is not None:
+            break
+        position, line_no = end, line_no + 1
+    return b"".join(out)
 
 
 def _convert_mixed(

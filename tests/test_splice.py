@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -18,7 +19,14 @@ from cdc.core.mapping import DEFAULT_FROM_MAPPING, DEFAULT_TO_MAPPING
 from cdc.core.stats import Counts
 from cdc.formats.chunked import ChunkResult, Converter, convert_chunk
 from cdc.formats.debezium import DebeziumDecoder, DebeziumOptions
-from cdc.formats.splice import DebeziumSplice, from_changelog_splice, to_changelog_splice
+from cdc.formats.splice import (
+    DebeziumSplice,
+    debezium_kernel,
+    from_changelog_kernel,
+    from_changelog_splice,
+    to_changelog_kernel,
+    to_changelog_splice,
+)
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -116,14 +124,28 @@ def _same(spliced: Converter, general: Converter, data: bytes, cuts: list[int], 
     assert [list(json.loads(x)) for x in one[0].splitlines()] == [list(json.loads(x)) for x in plain[0].splitlines()]
 
 
+# The C kernel and the msgspec splice (used where the kernel could not be built) both stand in
+# for the row conversion; each is held to it.
+IMPLEMENTATIONS = pytest.mark.parametrize("impl", ["kernel", "msgspec"])
+
+
+def _byte_path(impl: str, kernel: Any, splice: Any) -> dict[str, Any]:
+    if impl == "kernel":
+        assert kernel is not None, "the C kernel was not built (is a C compiler installed?)"
+        return {"kernel": kernel}
+    return {"splice": splice}
+
+
+@IMPLEMENTATIONS
 @SETTINGS
 @given(data=lines("op", list(DEFAULT_FROM_MAPPING)), cuts=st.lists(st.integers(0, 20), max_size=3), skip=st.booleans())
-def test_from_changelog_splice_equals_the_row_conversion(data: bytes, cuts: list[int], skip: bool) -> None:
+def test_from_changelog_splice_equals_the_row_conversion(impl: str, data: bytes, cuts: list[int], skip: bool) -> None:
     spec = FromChangelogSpec(op_column="op", mapping=DEFAULT_FROM_MAPPING)
     counts, plain_counts = Counts(), Counts()
-    splice = from_changelog_splice(spec.op_column, spec.kind_column, spec.mapping, spec.drop, counts)
+    args = (spec.op_column, spec.kind_column, spec.mapping, spec.drop, counts)
+    fast = _byte_path(impl, from_changelog_kernel(*args), from_changelog_splice(*args))
     _same(
-        Converter(FromChangelogRow(spec, counts), counts, splice=splice),
+        Converter(FromChangelogRow(spec, counts), counts, **fast),
         Converter(FromChangelogRow(spec, plain_counts), plain_counts),
         data,
         cuts,
@@ -131,19 +153,20 @@ def test_from_changelog_splice_equals_the_row_conversion(data: bytes, cuts: list
     )
 
 
+@IMPLEMENTATIONS
 @SETTINGS
 @given(
     data=lines("kind", ["+I", "-U", "+U", "-D", "INSERT", "DELETE"]),
     cuts=st.lists(st.integers(0, 20), max_size=3),
     skip=st.booleans(),
 )
-def test_to_changelog_splice_equals_the_row_conversion(data: bytes, cuts: list[int], skip: bool) -> None:
+def test_to_changelog_splice_equals_the_row_conversion(impl: str, data: bytes, cuts: list[int], skip: bool) -> None:
     spec = ToChangelogSpec(mapping=DEFAULT_TO_MAPPING, kind_column="kind", op_column="op")
     counts, plain_counts = Counts(), Counts()
-    splice = to_changelog_splice(spec.kind_column, spec.op_column, spec.mapping, spec.drop, counts)
-    assert splice is not None
+    args = (spec.kind_column, spec.op_column, spec.mapping, spec.drop, counts)
+    fast = _byte_path(impl, to_changelog_kernel(*args), to_changelog_splice(*args))
     _same(
-        Converter(ToChangelogRow(spec, counts), counts, splice=splice),
+        Converter(ToChangelogRow(spec, counts), counts, **fast),
         Converter(ToChangelogRow(spec, plain_counts), plain_counts),
         data,
         cuts,
@@ -182,13 +205,13 @@ def events(draw: st.DrawFn) -> bytes:
     return ("\n".join(out) + "\n").encode()
 
 
+@IMPLEMENTATIONS
 @SETTINGS
 @given(data=events(), cuts=st.lists(st.integers(0, 20), max_size=3), skip=st.booleans())
-def test_debezium_splice_equals_the_decoder(data: bytes, cuts: list[int], skip: bool) -> None:
+def test_debezium_splice_equals_the_decoder(impl: str, data: bytes, cuts: list[int], skip: bool) -> None:
     counts, plain_counts = Counts(), Counts()
-    spliced = Converter(
-        DebeziumDecoder(DebeziumOptions(), counts).fast_decode(), counts, True, DebeziumSplice("op", counts)
-    )
+    fast = _byte_path(impl, debezium_kernel("op", counts), DebeziumSplice("op", counts))
+    spliced = Converter(DebeziumDecoder(DebeziumOptions(), counts).fast_decode(), counts, True, **fast)
     general = Converter(DebeziumDecoder(DebeziumOptions(), plain_counts).fast_decode(), plain_counts, True)
     _same(spliced, general, data, cuts, skip)
 
@@ -203,3 +226,44 @@ def test_a_spliced_row_is_compact_op_first_and_keeps_its_number_literals() -> No
     expected = b'{"op":"+I","id":1,"price":1.10,"big":123456789012345678901234567890}\n{"op":"-D","id":2}\n'
     assert splice(chunk) == (expected, 2)
     assert dict(counts.by_kind) == {"+I": 1, "-D": 1}
+
+
+@st.composite
+def mutated_lines(draw: st.DrawFn) -> bytes:
+    """Valid rows with a few bytes changed: most are no longer JSON, or no longer UTF-8."""
+    out = []
+    for _ in range(draw(st.integers(1, 6))):
+        row = draw(st.dictionaries(columns, values, max_size=3))
+        code = draw(st.sampled_from(list(DEFAULT_FROM_MAPPING)))
+        line = bytearray(_dumps({**row, "op": code}, draw(st.booleans()), draw(st.booleans())).encode())
+        for _ in range(draw(st.integers(0, 3))):
+            at = draw(st.integers(0, len(line)))
+            action = draw(st.sampled_from(["insert", "delete", "replace"]))
+            byte = draw(
+                st.sampled_from(list(b'{}[]",:\\u0eE.-+ 9\t\r\x00\x1f\x7f') + [0x80, 0xC3, 0xE2, 0xED, 0xF0, 0xFF])
+            )
+            if action == "insert":
+                line.insert(at, byte)
+            elif line and at < len(line):
+                if action == "delete":
+                    del line[at]
+                else:
+                    line[at] = byte
+        out.append(bytes(line).replace(b"\n", b" "))
+    return b"\n".join(out) + b"\n"
+
+
+@SETTINGS
+@given(data=mutated_lines(), skip=st.just(True))
+def test_the_kernel_accepts_only_what_orjson_accepts(data: bytes, skip: bool) -> None:
+    spec = FromChangelogSpec(op_column="op", mapping=DEFAULT_FROM_MAPPING)
+    counts, plain_counts = Counts(), Counts()
+    kernel = from_changelog_kernel(spec.op_column, spec.kind_column, spec.mapping, spec.drop, counts)
+    assert kernel is not None, "the C kernel was not built (is a C compiler installed?)"
+    _same(
+        Converter(FromChangelogRow(spec, counts), counts, kernel=kernel),
+        Converter(FromChangelogRow(spec, plain_counts), plain_counts),
+        data,
+        [],
+        skip,
+    )

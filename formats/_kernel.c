@@ -1,0 +1,575 @@
+/* cdc.formats._kernel: the JSON-lines conversions that move one column, line by line in C.
+ *
+ * Each line is validated as strict JSON (RFC 8259 grammar, strict UTF-8, paired surrogate
+ * escapes) while it is walked. A line this code is not sure of — invalid or merely unusual: a
+ * blank line, an escaped key, an unknown code, a placeholder — is declined: the call returns,
+ * and Python converts that one line the general way (orjson), which decides what it means or
+ * how it is wrong. So anything accepted here is JSON orjson accepts, and a line's output does
+ * not depend on its neighbours. Values are copied as written; whitespace between tokens is
+ * dropped.
+ *
+ * Both entry points take (chunk, start, ...) and return
+ *     (output bytes, next position, lines done, counts per kind, rows dropped)
+ * stopping before the first declined line (next position < len(chunk)) or at the end.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <string.h>
+
+typedef const unsigned char *ptr;
+
+#define MAX_DEPTH 64
+#define MAX_MEMBERS 512
+#define MAX_FLOAT_CHARS 64
+
+/* ---------------------------------------------------------------- output buffer -------- */
+
+typedef struct {
+    char *buf;
+    Py_ssize_t len, cap;
+} Out;
+
+static int out_put(Out *o, const void *src, Py_ssize_t n) {
+    if (o->len + n > o->cap) {
+        Py_ssize_t cap = o->cap ? o->cap : 1 << 16;
+        while (cap < o->len + n) cap *= 2;
+        char *grown = PyMem_Realloc(o->buf, (size_t)cap);
+        if (!grown) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        o->buf = grown;
+        o->cap = cap;
+    }
+    memcpy(o->buf + o->len, src, (size_t)n);
+    o->len += n;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- strict JSON ---------- */
+
+static ptr ws(ptr p, ptr end) {
+    while (p < end && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')) p++;
+    return p;
+}
+
+static int hex4(ptr p, unsigned *out) {
+    unsigned v = 0;
+    for (int i = 0; i < 4; i++) {
+        unsigned char c = p[i];
+        v <<= 4;
+        if (c >= '0' && c <= '9') v |= (unsigned)(c - '0');
+        else if (c >= 'a' && c <= 'f') v |= (unsigned)(c - 'a' + 10);
+        else if (c >= 'A' && c <= 'F') v |= (unsigned)(c - 'A' + 10);
+        else return 0;
+    }
+    *out = v;
+    return 1;
+}
+
+/* Length of the UTF-8 sequence at p (Unicode table 3-7: no overlongs, no surrogates), or 0. */
+static int utf8_len(ptr p, ptr end) {
+    unsigned char c = p[0], c1;
+    if (c >= 0xC2 && c <= 0xDF) return (end - p >= 2 && (p[1] & 0xC0) == 0x80) ? 2 : 0;
+    if (c >= 0xE0 && c <= 0xEF) {
+        if (end - p < 3) return 0;
+        c1 = p[1];
+        if (c == 0xE0 ? (c1 < 0xA0 || c1 > 0xBF) : c == 0xED ? (c1 < 0x80 || c1 > 0x9F) : (c1 & 0xC0) != 0x80)
+            return 0;
+        return (p[2] & 0xC0) == 0x80 ? 3 : 0;
+    }
+    if (c >= 0xF0 && c <= 0xF4) {
+        if (end - p < 4) return 0;
+        c1 = p[1];
+        if (c == 0xF0 ? (c1 < 0x90 || c1 > 0xBF) : c == 0xF4 ? (c1 < 0x80 || c1 > 0x8F) : (c1 & 0xC0) != 0x80)
+            return 0;
+        return ((p[2] & 0xC0) == 0x80 && (p[3] & 0xC0) == 0x80) ? 4 : 0;
+    }
+    return 0;
+}
+
+/* p at an opening quote: the position after the closing quote, or NULL. */
+static ptr scan_string(ptr p, ptr end, int *escaped) {
+    p++;
+    while (p < end) {
+        unsigned char c = *p;
+        if (c == '"') return p + 1;
+        if (c == '\\') {
+            *escaped = 1;
+            if (end - p < 2) return NULL;
+            unsigned char e = p[1];
+            if (e == 'u') {
+                unsigned cp, lo;
+                if (end - p < 6 || !hex4(p + 2, &cp)) return NULL;
+                p += 6;
+                if (cp >= 0xDC00 && cp <= 0xDFFF) return NULL; /* a lone low surrogate */
+                if (cp >= 0xD800 && cp <= 0xDBFF) {
+                    if (end - p < 6 || p[0] != '\\' || p[1] != 'u' || !hex4(p + 2, &lo) || lo < 0xDC00 || lo > 0xDFFF)
+                        return NULL;
+                    p += 6;
+                }
+                continue;
+            }
+            if (e == '"' || e == '\\' || e == '/' || e == 'b' || e == 'f' || e == 'n' || e == 'r' || e == 't') {
+                p += 2;
+                continue;
+            }
+            return NULL;
+        }
+        if (c < 0x20) return NULL;
+        if (c < 0x80) {
+            p++;
+            continue;
+        }
+        int n = utf8_len(p, end);
+        if (!n) return NULL;
+        p += n;
+    }
+    return NULL;
+}
+
+static int is_digit(unsigned char c) { return c >= '0' && c <= '9'; }
+
+/* A number; integers of any length (exact on the general path too), floats up to 64 characters
+ * and exponents of at most two digits (beyond that a double overflows, which orjson refuses). */
+static ptr scan_number(ptr p, ptr end) {
+    ptr start = p;
+    int is_float = 0;
+    if (p < end && *p == '-') p++;
+    if (p >= end) return NULL;
+    if (*p == '0') p++;
+    else if (*p >= '1' && *p <= '9')
+        while (p < end && is_digit(*p)) p++;
+    else return NULL;
+    if (p < end && *p == '.') {
+        is_float = 1;
+        p++;
+        if (p >= end || !is_digit(*p)) return NULL;
+        while (p < end && is_digit(*p)) p++;
+    }
+    if (p < end && (*p == 'e' || *p == 'E')) {
+        is_float = 1;
+        p++;
+        if (p < end && (*p == '+' || *p == '-')) p++;
+        ptr digits = p;
+        if (p >= end || !is_digit(*p)) return NULL;
+        while (p < end && is_digit(*p)) p++;
+        if (p - digits > 2) return NULL;
+    }
+    if (is_float && p - start > MAX_FLOAT_CHARS) return NULL;
+    return p;
+}
+
+static ptr skip_value(ptr p, ptr end, int depth);
+
+static ptr skip_object(ptr p, ptr end, int depth) {
+    if (depth > MAX_DEPTH) return NULL;
+    p = ws(p + 1, end);
+    if (p < end && *p == '}') return p + 1;
+    for (;;) {
+        int esc = 0;
+        if (p >= end || *p != '"' || !(p = scan_string(p, end, &esc))) return NULL;
+        p = ws(p, end);
+        if (p >= end || *p != ':') return NULL;
+        if (!(p = skip_value(ws(p + 1, end), end, depth))) return NULL;
+        p = ws(p, end);
+        if (p >= end) return NULL;
+        if (*p == '}') return p + 1;
+        if (*p != ',') return NULL;
+        p = ws(p + 1, end);
+    }
+}
+
+static ptr skip_array(ptr p, ptr end, int depth) {
+    if (depth > MAX_DEPTH) return NULL;
+    p = ws(p + 1, end);
+    if (p < end && *p == ']') return p + 1;
+    for (;;) {
+        if (!(p = skip_value(p, end, depth))) return NULL;
+        p = ws(p, end);
+        if (p >= end) return NULL;
+        if (*p == ']') return p + 1;
+        if (*p != ',') return NULL;
+        p = ws(p + 1, end);
+    }
+}
+
+static ptr skip_value(ptr p, ptr end, int depth) {
+    if (p >= end) return NULL;
+    switch (*p) {
+    case '"': {
+        int esc = 0;
+        return scan_string(p, end, &esc);
+    }
+    case '{': return skip_object(p, end, depth + 1);
+    case '[': return skip_array(p, end, depth + 1);
+    case 't': return (end - p >= 4 && !memcmp(p, "true", 4)) ? p + 4 : NULL;
+    case 'f': return (end - p >= 5 && !memcmp(p, "false", 5)) ? p + 5 : NULL;
+    case 'n': return (end - p >= 4 && !memcmp(p, "null", 4)) ? p + 4 : NULL;
+    default: return scan_number(p, end);
+    }
+}
+
+/* ---------------------------------------------------------------- objects ------------- */
+
+typedef struct {
+    ptr key, key_end; /* the key with its quotes */
+    ptr val, val_end;
+    int key_escaped, val_escaped;
+} Member;
+
+typedef struct {
+    Member m[MAX_MEMBERS];
+    int n;
+} Members;
+
+/* The members of the object at p ('{'); returns the position after it, or NULL (invalid, or
+ * more members than kept). */
+static ptr members_of(ptr p, ptr end, Members *out) {
+    out->n = 0;
+    p = ws(p + 1, end);
+    if (p < end && *p == '}') return p + 1;
+    for (;;) {
+        if (out->n == MAX_MEMBERS) return NULL;
+        Member *m = &out->m[out->n++];
+        m->key_escaped = m->val_escaped = 0;
+        if (p >= end || *p != '"') return NULL;
+        m->key = p;
+        if (!(p = scan_string(p, end, &m->key_escaped))) return NULL;
+        m->key_end = p;
+        p = ws(p, end);
+        if (p >= end || *p != ':') return NULL;
+        p = ws(p + 1, end);
+        m->val = p;
+        if (p < end && *p == '"') p = scan_string(p, end, &m->val_escaped);
+        else p = skip_value(p, end, 1);
+        if (!p) return NULL;
+        m->val_end = p;
+        p = ws(p, end);
+        if (p >= end) return NULL;
+        if (*p == '}') return p + 1;
+        if (*p != ',') return NULL;
+        p = ws(p + 1, end);
+    }
+}
+
+static int span_is(ptr s, ptr e, const char *text, Py_ssize_t n) { return e - s == n && !memcmp(s, text, (size_t)n); }
+
+/* Copy a validated value without the whitespace between its tokens. */
+static int put_compact(Out *o, ptr p, ptr end) {
+    ptr run = p;
+    int in_string = 0;
+    while (p < end) {
+        unsigned char c = *p;
+        if (in_string) {
+            if (c == '\\') p++;
+            else if (c == '"') in_string = 0;
+        } else if (c == '"') {
+            in_string = 1;
+        } else if (c == ' ' || c == '\t' || c == '\r' || c == '\n') {
+            if (out_put(o, run, p - run) < 0) return -1;
+            run = p + 1;
+        }
+        p++;
+    }
+    return out_put(o, run, end - run);
+}
+
+/* "{" + first member + the object's other members (all but index skip) + "}\n". */
+static int put_row(Out *o, const char *first, Py_ssize_t first_len, const Members *ms, int skip) {
+    if (out_put(o, "{", 1) < 0 || out_put(o, first, first_len) < 0) return -1;
+    for (int i = 0; i < ms->n; i++) {
+        const Member *m = &ms->m[i];
+        if (i == skip) continue;
+        if (out_put(o, ",", 1) < 0 || out_put(o, m->key, m->key_end - m->key) < 0 || out_put(o, ":", 1) < 0)
+            return -1;
+        if (m->val_end - m->val > 0 && (*m->val == '{' || *m->val == '[')) {
+            if (put_compact(o, m->val, m->val_end) < 0) return -1;
+        } else if (out_put(o, m->val, m->val_end - m->val) < 0) {
+            return -1;
+        }
+    }
+    return out_put(o, "}\n", 2);
+}
+
+/* A whole line as one object: its members, or 0 when the line is to be declined. */
+static int line_object(ptr p, ptr end, Members *ms) {
+    p = ws(p, end);
+    if (p >= end || *p != '{') return 0;
+    if (!(p = members_of(p, end, ms))) return 0;
+    return ws(p, end) == end;
+}
+
+/* orjson keeps the last of repeated keys; such a row goes the general way. */
+static int has_repeated_keys(const Members *ms) {
+    if (ms->n <= 32) {
+        for (int i = 1; i < ms->n; i++)
+            for (int j = 0; j < i; j++)
+                if (span_is(ms->m[i].key, ms->m[i].key_end, (const char *)ms->m[j].key, ms->m[j].key_end - ms->m[j].key))
+                    return 1;
+        return 0;
+    }
+    short slot[2048]; /* open addressing over member indexes + 1; MAX_MEMBERS < 2048 / 2 */
+    memset(slot, 0, sizeof(slot));
+    for (int i = 0; i < ms->n; i++) {
+        const Member *m = &ms->m[i];
+        unsigned h = 2166136261u;
+        for (ptr c = m->key; c < m->key_end; c++) h = (h ^ *c) * 16777619u;
+        for (unsigned k = h & 2047;; k = (k + 1) & 2047) {
+            if (!slot[k]) {
+                slot[k] = (short)(i + 1);
+                break;
+            }
+            const Member *o = &ms->m[slot[k] - 1];
+            if (span_is(m->key, m->key_end, (const char *)o->key, o->key_end - o->key)) return 1;
+        }
+    }
+    return 0;
+}
+
+static int any_key_escaped(const Members *ms) {
+    for (int i = 0; i < ms->n; i++)
+        if (ms->m[i].key_escaped) return 1;
+    return 0;
+}
+
+/* The index of the member whose key is `key` (quotes included), -1 if none, -2 if several. */
+static int find_key(const Members *ms, const char *key, Py_ssize_t n) {
+    int found = -1;
+    for (int i = 0; i < ms->n; i++)
+        if (span_is(ms->m[i].key, ms->m[i].key_end, key, n)) {
+            if (found >= 0) return -2;
+            found = i;
+        }
+    return found;
+}
+
+static PyObject *result(Out *o, Py_ssize_t pos, Py_ssize_t lines, const Py_ssize_t *counts, int n_counts,
+                        Py_ssize_t dropped) {
+    PyObject *data = PyBytes_FromStringAndSize(o->buf ? o->buf : "", o->len);
+    PyMem_Free(o->buf);
+    if (!data) return NULL;
+    PyObject *kinds = PyTuple_New(n_counts);
+    if (!kinds) {
+        Py_DECREF(data);
+        return NULL;
+    }
+    for (int i = 0; i < n_counts; i++) PyTuple_SET_ITEM(kinds, i, PyLong_FromSsize_t(counts[i]));
+    return Py_BuildValue("(NnnNn)", data, pos, lines, kinds, dropped);
+}
+
+/* ---------------------------------------------------------------- one column ---------- */
+
+#define MAX_CODES 64
+
+/* columns(chunk, start, column_key, name_key, codes)
+ *   column_key, name_key: JSON strings with quotes (name_key b"" when the same column)
+ *   codes: tuple of (code as JSON string, kind index, first member or None when dropped)
+ * counts are per kind index. */
+static PyObject *columns(PyObject *self, PyObject *args) {
+    Py_buffer chunk, column, name;
+    Py_ssize_t start;
+    PyObject *codes;
+    if (!PyArg_ParseTuple(args, "y*ny*y*O!", &chunk, &start, &column, &name, &PyTuple_Type, &codes)) return NULL;
+    Py_ssize_t n_codes = PyTuple_GET_SIZE(codes);
+    const char *code_text[MAX_CODES], *member[MAX_CODES];
+    Py_ssize_t code_len[MAX_CODES], member_len[MAX_CODES], counts[MAX_CODES] = {0};
+    long kind[MAX_CODES];
+    PyObject *result_obj = NULL;
+    Out o = {0};
+    if (n_codes > MAX_CODES) {
+        PyErr_SetString(PyExc_ValueError, "too many codes");
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n_codes; i++) {
+        PyObject *entry = PyTuple_GET_ITEM(codes, i), *m;
+        if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) != 3 || !PyBytes_Check(PyTuple_GET_ITEM(entry, 0))) {
+            PyErr_SetString(PyExc_TypeError, "codes: (bytes, int, bytes | None) expected");
+            goto done;
+        }
+        code_text[i] = PyBytes_AS_STRING(PyTuple_GET_ITEM(entry, 0));
+        code_len[i] = PyBytes_GET_SIZE(PyTuple_GET_ITEM(entry, 0));
+        kind[i] = PyLong_AsLong(PyTuple_GET_ITEM(entry, 1));
+        if (kind[i] < 0 || kind[i] >= 4) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "kind index out of range");
+            goto done;
+        }
+        m = PyTuple_GET_ITEM(entry, 2);
+        member[i] = m == Py_None ? NULL : PyBytes_AsString(m);
+        member_len[i] = m == Py_None ? 0 : PyBytes_GET_SIZE(m);
+        if (m != Py_None && !member[i]) goto done;
+    }
+    {
+        ptr base = chunk.buf, end = base + chunk.len, p = base + (start < 0 ? 0 : start);
+        Py_ssize_t lines = 0, dropped = 0;
+        Members *ms = PyMem_Malloc(sizeof(Members));
+        if (!ms) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        while (p < end) {
+            ptr nl = memchr(p, '\n', (size_t)(end - p));
+            ptr line_end = nl ? nl : end;
+            if (!line_object(p, line_end, ms) || any_key_escaped(ms) || has_repeated_keys(ms)) break;
+            int at = find_key(ms, column.buf, column.len);
+            if (at < 0) break;
+            if (name.len && find_key(ms, name.buf, name.len) != -1) break;
+            const Member *op = &ms->m[at];
+            if (op->val_escaped || *op->val != '"') break;
+            Py_ssize_t c = 0;
+            while (c < n_codes && !span_is(op->val, op->val_end, code_text[c], code_len[c])) c++;
+            if (c == n_codes) break;
+            if (member[c] == NULL) {
+                dropped++;
+            } else {
+                if (ms->n == 1) { /* nothing but the op column: the first member closes the row */
+                    if (out_put(&o, "{", 1) < 0 || out_put(&o, member[c], member_len[c]) < 0 || out_put(&o, "}\n", 2) < 0)
+                        break;
+                } else if (put_row(&o, member[c], member_len[c], ms, at) < 0) {
+                    break;
+                }
+                counts[kind[c]]++;
+            }
+            lines++;
+            p = nl ? nl + 1 : end;
+        }
+        PyMem_Free(ms);
+        if (PyErr_Occurred()) goto done;
+        result_obj = result(&o, p - base, lines, counts, 4, dropped);
+        o.buf = NULL;
+    }
+done:
+    PyMem_Free(o.buf);
+    PyBuffer_Release(&chunk);
+    PyBuffer_Release(&column);
+    PyBuffer_Release(&name);
+    return result_obj;
+}
+
+/* ---------------------------------------------------------------- debezium ------------ */
+
+static const char PLACEHOLDER[] = "\"__debezium_unavailable_value\"";
+#define PLACEHOLDER_LEN ((Py_ssize_t)sizeof(PLACEHOLDER) - 1)
+
+/* An image the splice can write as it is: an object with members, no kind column among them, no
+ * Debezium placeholder among its values, no escaped key. */
+static int plain_image(const Members *ms, const char *kind_key, Py_ssize_t kind_len) {
+    if (ms->n == 0 || has_repeated_keys(ms)) return 0;
+    for (int i = 0; i < ms->n; i++) {
+        const Member *m = &ms->m[i];
+        if (m->key_escaped || span_is(m->key, m->key_end, kind_key, kind_len)) return 0;
+        if (span_is(m->val, m->val_end, PLACEHOLDER, PLACEHOLDER_LEN)) return 0;
+        /* an escaped string short enough to spell the placeholder */
+        if (m->val_escaped && m->val_end - m->val <= 6 * (PLACEHOLDER_LEN - 2) + 2) return 0;
+    }
+    return 1;
+}
+
+/* Every key of `after` is a key of `before` (a complete before image). */
+static int covers(const Members *before, const Members *after) {
+    for (int i = 0; i < after->n; i++) {
+        const Member *a = &after->m[i];
+        int found = 0;
+        for (int j = 0; j < before->n && !found; j++) {
+            int k = (i + j) % before->n; /* same column order: found at once */
+            found = span_is(before->m[k].key, before->m[k].key_end, (const char *)a->key, a->key_end - a->key);
+        }
+        if (!found) return 0;
+    }
+    return 1;
+}
+
+/* debezium(chunk, start, kind_key, members) -> counts (+I, -U, +U, -D)
+ *   kind_key: the kind column as a JSON string; members: the 4 first members, e.g. b'"op":"+I"' */
+static PyObject *debezium(PyObject *self, PyObject *args) {
+    Py_buffer chunk, kind_key;
+    Py_ssize_t start;
+    const char *first[4];
+    Py_ssize_t first_len[4];
+    PyObject *firsts, *result_obj = NULL;
+    Out o = {0};
+    if (!PyArg_ParseTuple(args, "y*ny*O!", &chunk, &start, &kind_key, &PyTuple_Type, &firsts)) return NULL;
+    if (PyTuple_GET_SIZE(firsts) != 4) {
+        PyErr_SetString(PyExc_ValueError, "four first members expected");
+        goto done;
+    }
+    for (int i = 0; i < 4; i++) {
+        PyObject *m = PyTuple_GET_ITEM(firsts, i);
+        if (!(first[i] = PyBytes_AsString(m))) goto done;
+        first_len[i] = PyBytes_GET_SIZE(m);
+    }
+    {
+        ptr base = chunk.buf, end = base + chunk.len, p = base + (start < 0 ? 0 : start);
+        Py_ssize_t lines = 0, counts[4] = {0};
+        Members *event = PyMem_Malloc(sizeof(Members)), *before = PyMem_Malloc(sizeof(Members)),
+                *after = PyMem_Malloc(sizeof(Members));
+        if (!event || !before || !after) {
+            PyMem_Free(event);
+            PyMem_Free(before);
+            PyMem_Free(after);
+            PyErr_NoMemory();
+            goto done;
+        }
+        while (p < end) {
+            ptr nl = memchr(p, '\n', (size_t)(end - p));
+            ptr line_end = nl ? nl : end;
+            if (!line_object(p, line_end, event) || any_key_escaped(event) || has_repeated_keys(event)) break;
+            if (find_key(event, "\"payload\"", 9) != -1) break; /* an envelope: the schema matters */
+            int at_op = find_key(event, "\"op\"", 4), at_before = find_key(event, "\"before\"", 8),
+                at_after = find_key(event, "\"after\"", 7);
+            if (at_op < 0 || at_before == -2 || at_after == -2) break;
+            const Member *op = &event->m[at_op];
+            if (op->val_end - op->val != 3 || op->val[0] != '"') break;
+            char code = (char)op->val[1];
+            ptr bv = at_before >= 0 ? event->m[at_before].val : NULL;
+            ptr bv_end = at_before >= 0 ? event->m[at_before].val_end : NULL;
+            ptr av = at_after >= 0 ? event->m[at_after].val : NULL;
+            ptr av_end = at_after >= 0 ? event->m[at_after].val_end : NULL;
+            /* an image given as JSON text is MongoDB's: the general way says why not */
+            if ((bv && *bv == '"') || (av && *av == '"')) break;
+            int ok = 1;
+            if (code == 'c' || code == 'r') {
+                ok = av && *av == '{' && members_of(av, av_end, after) && plain_image(after, kind_key.buf, kind_key.len) &&
+                     put_row(&o, first[0], first_len[0], after, -1) == 0;
+                if (ok) counts[0]++;
+            } else if (code == 'u') {
+                ok = bv && *bv == '{' && av && *av == '{' && members_of(bv, bv_end, before) &&
+                     members_of(av, av_end, after) && plain_image(before, kind_key.buf, kind_key.len) &&
+                     plain_image(after, kind_key.buf, kind_key.len) && covers(before, after) &&
+                     put_row(&o, first[1], first_len[1], before, -1) == 0 &&
+                     put_row(&o, first[2], first_len[2], after, -1) == 0;
+                if (ok) counts[1]++, counts[2]++;
+            } else if (code == 'd') {
+                ok = bv && *bv == '{' && members_of(bv, bv_end, before) && plain_image(before, kind_key.buf, kind_key.len) &&
+                     put_row(&o, first[3], first_len[3], before, -1) == 0;
+                if (ok) counts[3]++;
+            } else {
+                ok = 0; /* t, m or unknown */
+            }
+            if (!ok || PyErr_Occurred()) break;
+            lines++;
+            p = nl ? nl + 1 : end;
+        }
+        PyMem_Free(event);
+        PyMem_Free(before);
+        PyMem_Free(after);
+        if (PyErr_Occurred()) goto done;
+        result_obj = result(&o, p - base, lines, counts, 4, 0);
+        o.buf = NULL;
+    }
+done:
+    PyMem_Free(o.buf);
+    PyBuffer_Release(&chunk);
+    PyBuffer_Release(&kind_key);
+    return result_obj;
+}
+
+static PyMethodDef methods[] = {
+    {"columns", columns, METH_VARARGS, "Move one column of each JSON line to the front, mapped."},
+    {"debezium", debezium, METH_VARARGS, "Debezium change events → changelog rows."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_kernel", NULL, -1, methods};
+
+PyMODINIT_FUNC PyInit__kernel(void) { return PyModule_Create(&module); }
