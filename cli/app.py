@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Annotated
 
 import typer
@@ -59,4 +60,7 @@ app.command("inspect", short_help="What kind of changelog is this? Kinds, mode, 
 
 
 def main() -> None:
+    # pyarrow's default allocator (mimalloc) keeps freed record batches: a Parquet to Parquet
+    # run peaks at 183 MB on 1.6M rows, 131 MB with the system allocator, at the same speed.
+    os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
     app()

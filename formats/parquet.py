@@ -11,8 +11,9 @@ from cdc.formats.base import Reject, Row, RowReader
 from cdc.formats.schema import ColumnSet
 
 BATCH_ROWS = 65_536
-# Vectorized conversions read bigger batches: fewer, larger row groups write twice as fast.
-VECTOR_BATCH_ROWS = 131_072
+# Vectorized conversions: 131,072-row batches wrote 10 % faster but peaked at 160 MB on 1.6M
+# rows (130 MB at this size), over the 150 MB a stateless command may use.
+VECTOR_BATCH_ROWS = 65_536
 
 
 class ParquetReader(RowReader):
