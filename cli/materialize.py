@@ -9,13 +9,13 @@ import typer
 
 from cdc.cli import options as o
 from cdc.cli.errors import reported_errors, say
-from cdc.cli.pipeline import CHANGELOG_INPUTS, IOConfig, changelog_readers, read_all, write_rows
+from cdc.cli.pipeline import CHANGELOG_INPUTS, IOConfig, changelog_readers, read_all, read_line_chunks, write_rows
 from cdc.cli.report import render_diff, report_findings, state_stats
 from cdc.core.compare import compare_tables
 from cdc.core.convert import split_changes
 from cdc.core.errors import UsageError
 from cdc.core.rowstore import Row
-from cdc.core.state import Findings, Policy, TableState, new_state
+from cdc.core.state import Findings, KeyedState, Policy, TableState, new_state
 from cdc.core.timeorder import sort_key
 from cdc.core.versioned import VersionedState
 from cdc.formats.registry import open_inputs
@@ -74,6 +74,15 @@ def build_state(
         state = VersionedState(key, time_column, as_of, findings)
     else:
         state = new_state(key, findings, dedup)
+
+    if isinstance(state, KeyedState) and not dedup:
+        from cdc.formats.keyed_lines import KeyedLines, available
+
+        if available():  # JSON lines through the C kernel; the table comes out the same
+            lines = KeyedLines(state, kind_column)
+            if read_line_chunks(cfg, lines, CHANGELOG_INPUTS):
+                lines.finish()
+                return state, lines.records
 
     def consume(reader: Any, reject: Any) -> None:
         apply = state.apply

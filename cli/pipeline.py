@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import chain
-from typing import Any
+from typing import Any, Protocol
 
 from cdc.cli.errors import say
 from cdc.cli.options import OnError
@@ -16,6 +16,7 @@ from cdc.core.errors import CdcError, UsageError
 from cdc.core.stats import Counts
 from cdc.formats.base import Reject, Row, RowReader, RowWriter
 from cdc.formats.chunked import Converter, convert_stream
+from cdc.formats.jsonl import read_chunks
 from cdc.formats.registry import INPUT_FORMATS, input_format, open_inputs, open_writer, output_format
 from cdc.formats.rejects import Rejects
 from cdc.formats.streams import (
@@ -169,7 +170,7 @@ def run(
     report(cfg, counts, read, current.rejects, summary)
 
 
-def _json_lines_only(cfg: IOConfig, choices: Sequence[str]) -> bool:
+def _json_lines_only(cfg: IOConfig, choices: Sequence[str], formats: Sequence[str] = JSON_LINE_FORMATS) -> bool:
     """Every input is JSON lines (stdin: unless it turns out to be Parquet)."""
     for path in cfg.paths:
         fmt = input_format(path, cfg.input_format, choices)
@@ -177,8 +178,35 @@ def _json_lines_only(cfg: IOConfig, choices: Sequence[str]) -> bool:
             peek = getattr(sys.stdin.buffer, "peek", None)
             if peek is None or peek(4)[:4] == PARQUET_MAGIC:
                 return False
-        elif fmt not in JSON_LINE_FORMATS:
+        elif fmt not in formats:
             return False
+    return True
+
+
+class ChunkFeed(Protocol):
+    """A stateful command's consumer of line-aligned chunks (``formats.keyed_lines``)."""
+
+    records: int
+
+    def feed(self, chunk: bytes, source: str, first_line: int, reject: Callable[..., None] | None) -> None: ...
+
+
+def read_line_chunks(cfg: IOConfig, consumer: ChunkFeed, choices: Sequence[str]) -> bool:
+    """Every input's line-aligned chunks, in order, to ``consumer``; False (nothing read)
+    unless every input is JSON lines. The chunk-path twin of ``read_all``."""
+    if not _json_lines_only(cfg, choices, formats=("jsonl",)):
+        return False
+    with session(cfg, write=False) as current:
+        for path in cfg.paths:
+            stream = decompressed(open_input(path, current.on_bytes), display_name(path))
+            try:
+                for chunk, first in read_chunks(stream):
+                    consumer.feed(chunk, display_name(path), first, current.reject)
+            finally:
+                if path != STDIO:
+                    stream.close()
+    if current.rejects is not None and current.rejects.count:
+        report(cfg, Counts(), consumer.records, current.rejects)
     return True
 
 

@@ -116,6 +116,14 @@ class KeyedState(TableState):
     def get(self, key: Key) -> Row | None:
         return None if key in self._retracted else self.table.get(key)
 
+    def load(self, row: Row, retracted: bool = False) -> None:
+        """Take a row as stored (after a table built elsewhere), in order; a retracted one keeps
+        its slot for the +U that is to come."""
+        key = self.key_of(row)
+        self.rows_by_key[key] = row
+        if retracted:
+            self._retracted.add(key)
+
     def apply(self, kind: str, image: Row, where: Where = _nowhere) -> None:
         # Once per change: attribute and method lookups are kept to locals.
         self.by_kind[kind] += 1

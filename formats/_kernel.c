@@ -564,9 +564,161 @@ done:
     return result_obj;
 }
 
+
+/* ---------------------------------------------------------------- keyed state --------- */
+
+/* A key value the splice can compare as bytes: an unescaped string or an integer (JSON has no
+ * other spelling of the same value). Floats, booleans, null and nested values go the general way. */
+static int plain_key_value(const Member *m) {
+    ptr v = m->val;
+    if (*v == '"') return !m->val_escaped;
+    if (*v != '-' && !is_digit(*v)) return 0;
+    if (span_is(v, m->val_end, "-0", 2)) return 0;
+    for (ptr c = v; c < m->val_end; c++)
+        if (*c == '.' || *c == 'e' || *c == 'E') return 0;
+    return 1;
+}
+
+/* keyed(chunk, start, kind_key, spellings, key_keys, rows, retracted)
+ *   spellings: tuple of (kind spelled as a JSON string, kind index); key_keys: the key columns
+ *   as JSON strings. rows: dict key bytes → compact row bytes (without the kind column), in
+ *   first-insertion order; retracted: set of keys whose row a -U took out (the slot stays).
+ * Applies +I/+U/-U/-D like an upsert table. Declined — left for Python — is any line that would
+ * raise a finding (an insert of a stored key, a retraction of an absent one, a -U unlike the
+ * stored row) or is not plain. Returns (position, lines, counts per kind, retract messages,
+ * upsert messages). */
+static PyObject *keyed(PyObject *self, PyObject *args) {
+    Py_buffer chunk, kind_key;
+    Py_ssize_t start;
+    PyObject *spellings, *key_keys, *rows, *retracted, *result_obj = NULL;
+    Out image = {0}, key = {0};
+    Members *ms = NULL;
+    if (!PyArg_ParseTuple(args, "y*ny*O!O!O!O!", &chunk, &start, &kind_key, &PyTuple_Type, &spellings, &PyTuple_Type,
+                          &key_keys, &PyDict_Type, &rows, &PySet_Type, &retracted))
+        return NULL;
+    Py_ssize_t n_spellings = PyTuple_GET_SIZE(spellings), n_keys = PyTuple_GET_SIZE(key_keys);
+    for (Py_ssize_t i = 0; i < n_spellings; i++) {
+        PyObject *e = PyTuple_GET_ITEM(spellings, i);
+        if (!PyTuple_Check(e) || PyTuple_GET_SIZE(e) != 2 || !PyBytes_Check(PyTuple_GET_ITEM(e, 0))) {
+            PyErr_SetString(PyExc_TypeError, "spellings: (bytes, int) expected");
+            goto done;
+        }
+    }
+    for (Py_ssize_t i = 0; i < n_keys; i++)
+        if (!PyBytes_Check(PyTuple_GET_ITEM(key_keys, i))) {
+            PyErr_SetString(PyExc_TypeError, "key columns: bytes expected");
+            goto done;
+        }
+    if (n_keys < 1 || !(ms = PyMem_Malloc(sizeof(Members)))) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "no key columns");
+        goto done;
+    }
+    {
+        ptr base = chunk.buf, end = base + chunk.len, p = base + (start < 0 ? 0 : start);
+        Py_ssize_t lines = 0, counts[4] = {0}, retract_messages = 0, upsert_messages = 0;
+        while (p < end) {
+            ptr nl = memchr(p, '\n', (size_t)(end - p));
+            ptr line_end = nl ? nl : end;
+            if (!line_object(p, line_end, ms) || any_key_escaped(ms) || has_repeated_keys(ms)) break;
+            int at_kind = find_key(ms, kind_key.buf, kind_key.len);
+            if (at_kind < 0 || ms->m[at_kind].val_escaped) break;
+            long kind = -1;
+            for (Py_ssize_t i = 0; i < n_spellings && kind < 0; i++) {
+                PyObject *word = PyTuple_GET_ITEM(PyTuple_GET_ITEM(spellings, i), 0);
+                if (span_is(ms->m[at_kind].val, ms->m[at_kind].val_end, PyBytes_AS_STRING(word), PyBytes_GET_SIZE(word)))
+                    kind = PyLong_AsLong(PyTuple_GET_ITEM(PyTuple_GET_ITEM(spellings, i), 1));
+            }
+            if (kind < 0 || kind > 3) break;
+            int plain = 1;
+            key.len = 0;
+            for (Py_ssize_t i = 0; i < n_keys && plain; i++) {
+                PyObject *name = PyTuple_GET_ITEM(key_keys, i);
+                int at = find_key(ms, PyBytes_AS_STRING(name), PyBytes_GET_SIZE(name));
+                plain = at >= 0 && plain_key_value(&ms->m[at]);
+                if (plain && ((i && out_put(&key, ",", 1) < 0) || out_put(&key, ms->m[at].val, ms->m[at].val_end - ms->m[at].val) < 0))
+                    goto done;
+            }
+            if (!plain) break;
+            image.len = 0;
+            if (out_put(&image, "{", 1) < 0) goto done;
+            int first = 1;
+            for (int i = 0; i < ms->n; i++) {
+                const Member *m = &ms->m[i];
+                if (i == at_kind) continue;
+                if ((!first && out_put(&image, ",", 1) < 0) || out_put(&image, m->key, m->key_end - m->key) < 0 ||
+                    out_put(&image, ":", 1) < 0)
+                    goto done;
+                first = 0;
+                if (*m->val == '{' || *m->val == '[' ? put_compact(&image, m->val, m->val_end) < 0
+                                                      : out_put(&image, m->val, m->val_end - m->val) < 0)
+                    goto done;
+            }
+            if (out_put(&image, "}", 1) < 0) goto done;
+            PyObject *k = PyBytes_FromStringAndSize(key.buf, key.len);
+            if (!k) goto done;
+            int gone = PySet_GET_SIZE(retracted) ? PySet_Contains(retracted, k) : 0;
+            PyObject *stored = gone ? NULL : PyDict_GetItemWithError(rows, k); /* borrowed */
+            if (gone < 0 || PyErr_Occurred()) {
+                Py_DECREF(k);
+                goto done;
+            }
+            int decline = 0;
+            if (kind == 0 || kind == 2) { /* +I, +U */
+                if (stored && kind == 0) {
+                    decline = 1; /* an insert of a stored key: a finding */
+                } else {
+                    PyObject *row = PyBytes_FromStringAndSize(image.buf, image.len);
+                    if (!row || PyDict_SetItem(rows, k, row) < 0 || (gone && PySet_Discard(retracted, k) < 0)) {
+                        Py_XDECREF(row);
+                        Py_DECREF(k);
+                        goto done;
+                    }
+                    Py_DECREF(row);
+                    retract_messages += stored ? 2 : 1;
+                    upsert_messages += 1;
+                }
+            } else if (!stored) {
+                decline = 1; /* a retraction of an absent row: a finding */
+            } else if (kind == 1) { /* -U: the stored row must be the one retracted */
+                if (PyBytes_GET_SIZE(stored) != image.len || memcmp(PyBytes_AS_STRING(stored), image.buf, (size_t)image.len)) {
+                    decline = 1;
+                } else {
+                    if (PySet_Add(retracted, k) < 0) {
+                        Py_DECREF(k);
+                        goto done;
+                    }
+                    retract_messages += 1;
+                }
+            } else { /* -D */
+                if (PyDict_DelItem(rows, k) < 0) {
+                    Py_DECREF(k);
+                    goto done;
+                }
+                retract_messages += 1;
+                upsert_messages += 1;
+            }
+            Py_DECREF(k);
+            if (decline) break;
+            counts[kind]++;
+            lines++;
+            p = nl ? nl + 1 : end;
+        }
+        PyObject *kinds = Py_BuildValue("(nnnn)", counts[0], counts[1], counts[2], counts[3]);
+        if (kinds) result_obj = Py_BuildValue("(nnNnn)", p - base, lines, kinds, retract_messages, upsert_messages);
+    }
+done:
+    PyMem_Free(ms);
+    PyMem_Free(image.buf);
+    PyMem_Free(key.buf);
+    PyBuffer_Release(&chunk);
+    PyBuffer_Release(&kind_key);
+    return result_obj;
+}
+
 static PyMethodDef methods[] = {
     {"columns", columns, METH_VARARGS, "Move one column of each JSON line to the front, mapped."},
     {"debezium", debezium, METH_VARARGS, "Debezium change events → changelog rows."},
+    {"keyed", keyed, METH_VARARGS, "Apply changelog lines to an upsert table of row bytes."},
     {NULL, NULL, 0, NULL},
 };
 

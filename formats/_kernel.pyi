@@ -1,6 +1,8 @@
 # Type stub of the C kernel (formats/_kernel.c). Each call converts lines from ``start`` until
-# the first line it declines (returned position < len(chunk)) or the end:
+# the first line it declines (returned position < len(chunk)) or the end. columns, debezium:
 #     (output, position, lines done, counts per kind (+I, -U, +U, -D), rows dropped)
+# keyed applies the lines to ``rows``/``retracted`` instead:
+#     (position, lines done, counts per kind, retract messages, upsert messages)
 
 def columns(
     chunk: bytes,
@@ -12,3 +14,12 @@ def columns(
 def debezium(
     chunk: bytes, start: int, kind_key: bytes, first_members: tuple[bytes, bytes, bytes, bytes]
 ) -> tuple[bytes, int, int, tuple[int, int, int, int], int]: ...
+def keyed(
+    chunk: bytes,
+    start: int,
+    kind_key: bytes,
+    spellings: tuple[tuple[bytes, int], ...],
+    key_keys: tuple[bytes, ...],
+    rows: dict[bytes, bytes],
+    retracted: set[bytes],
+) -> tuple[int, int, tuple[int, int, int, int], int, int]: ...

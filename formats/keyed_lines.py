@@ -1,0 +1,149 @@
+"""``materialize --key`` over JSON lines at speed.
+
+The C kernel (``_kernel.keyed``) applies plain changes to a table of row bytes — key bytes →
+the row as written, compact — without turning any row into a dict. Whatever it declines is
+looked at here: a blank line is skipped, a bad line or kind is reported like the row path does;
+anything else (a change that raises a finding, a key that is not an integer or a plain string, a
+repeated column) hands the table over to the general ``KeyedState``, which takes every change
+from there on. At the end the live rows are parsed once into that state, so the rest of
+``materialize`` (output, ``--expect``, ``--stats``) sees the same table either way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+import orjson
+
+from cdc.core.convert import read_kind
+from cdc.core.errors import InputError, Location
+from cdc.core.kinds import KIND_BY_TEXT
+from cdc.core.state import KeyedState
+from cdc.formats.jsonl import _clip, _loads_exact, bad_line_message, has_long_digit_run
+from cdc.formats.splice import _kernel
+
+KINDS = ("+I", "-U", "+U", "-D")
+Reject = Callable[[InputError, str], None]
+
+
+def available() -> bool:
+    return _kernel is not None
+
+
+class KeyedLines:
+    """Feeds chunks of changelog lines to a keyed state, through the kernel while it can."""
+
+    def __init__(self, state: KeyedState, kind_column: str):
+        self.state = state
+        self.kind_column = kind_column
+        self.args = (
+            orjson.dumps(kind_column),
+            tuple((orjson.dumps(text), KINDS.index(kind.value)) for text, kind in KIND_BY_TEXT.items()),
+            tuple(orjson.dumps(column) for column in state.key),
+        )
+        self.rows: dict[bytes, bytes] | None = {}  # None once handed over
+        self.retracted: set[bytes] = set()
+        self.records = 0
+
+    def feed(self, chunk: bytes, source: str, first_line: int, reject: Reject | None) -> None:
+        position, line_no, size = 0, first_line, len(chunk)
+        while position < size and self.rows is not None:
+            position, lines, kinds, retract, upsert = _kernel.keyed(
+                chunk, position, self.args[0], self.args[1], self.args[2], self.rows, self.retracted
+            )
+            state = self.state
+            for kind, n in zip(KINDS, kinds, strict=True):
+                if n:
+                    state.by_kind[kind] += n
+            state.retract_messages += retract
+            state.upsert_messages += upsert
+            self.records += lines
+            line_no += lines
+            if position >= size:
+                return
+            newline = chunk.find(b"\n", position)
+            end = size if newline < 0 else newline + 1
+            if self._not_a_change(chunk[position : end if newline < 0 else newline], Location(source, line_no), reject):
+                position, line_no = end, line_no + 1
+                continue
+            self._hand_over()
+        self._general(chunk[position:], source, line_no, reject)
+
+    def _not_a_change(self, line: bytes, where: Location, reject: Reject | None) -> bool:
+        """A blank line (skipped) or a bad one (reported): True; a change to apply: False."""
+        if not line.strip():
+            return True
+        parsed = self._parse(line, where, reject)
+        if parsed is None:
+            return True
+        try:
+            read_kind(parsed, self.kind_column)
+        except InputError as err:
+            self.records += 1
+            self._bad(err, where, line, reject)
+            return True
+        return False
+
+    def _parse(self, line: bytes, where: Location, reject: Reject | None) -> dict[str, Any] | None:
+        """The line's object, or None once its error is reported (and counted as a record)."""
+        loads = _loads_exact if has_long_digit_run(line) else orjson.loads
+        try:
+            row = loads(line)
+        except (orjson.JSONDecodeError, ValueError):
+            self.records += 1
+            self._bad(InputError(bad_line_message(line)), where, line, reject)
+            return None
+        if type(row) is not dict:
+            self.records += 1
+            what = "null" if row is None else type(row).__name__
+            self._bad(InputError(f"expected a JSON object, found {what}: {_clip(line)}"), where, line, reject)
+            return None
+        return row
+
+    @staticmethod
+    def _bad(err: InputError, where: Location, line: bytes, reject: Reject | None) -> None:
+        err.located(where)
+        if reject is None:
+            raise err
+        reject(err, line.decode("utf-8", "backslashreplace").rstrip("\r\n"))
+
+    def _general(self, data: bytes, source: str, first_line: int, reject: Reject | None) -> None:
+        """Lines after the hand-over: parsed and applied one by one, as the row path does."""
+        apply, kind_column = self.state.apply, self.kind_column
+        for line_no, line in enumerate(data.split(b"\n"), first_line):
+            if not line.strip():
+                continue
+            where = Location(source, line_no)
+            row = self._parse(line, where, reject)
+            if row is None:
+                continue
+            self.records += 1
+            try:
+                kind = read_kind(row, kind_column).value
+            except InputError as err:
+                self._bad(err, where, line, reject)
+                continue
+            del row[kind_column]
+            try:
+                apply(kind, row, partial(_at, where))
+            except InputError as err:
+                raise err.located(where) from None
+
+    def _hand_over(self) -> None:
+        """The kernel's table becomes the general state's, in the same order."""
+        rows, self.rows = self.rows, None
+        assert rows is not None
+        load, retracted = self.state.load, self.retracted
+        for key_bytes, image in rows.items():
+            load((_loads_exact if has_long_digit_run(image) else orjson.loads)(image), key_bytes in retracted)
+        self.retracted = set()
+
+    def finish(self) -> None:
+        if self.rows is not None:
+            self._hand_over()
+
+
+def _at(where: Location) -> Location:
+    return where
