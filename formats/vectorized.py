@@ -135,15 +135,17 @@ def to_changelog_batches(spec: ToChangelogSpec, counts: Counts) -> BatchConverte
         if pc.any(invalid).as_py():
             keep = _bad_rows(batch, invalid, where, reject, lambda row: bad_kind(row.get(kc, _MISSING), kc))
         code = pc.take(codes, index)
-        mapped = pc.is_valid(code)
         kind = pc.take(kinds, index)
-        mapped_and_valid = mapped if keep is None else pc.and_(keep, mapped)
-        counts.dropped += pc.sum(pc.and_(pc.is_valid(index), pc.invert(mapped))).as_py() or 0
         rest = [n for n in names if n != kc]
         out = pa.RecordBatch.from_arrays([code, *(batch.column(n) for n in rest)], names=[op, *rest])
-        out = out.filter(mapped_and_valid)
+        if keep is None and code.null_count == 0:  # every row kept: no filter, no copy of the batch
+            _count(counts, kind)
+            return out
+        mapped = pc.is_valid(code)
+        mapped_and_valid = mapped if keep is None else pc.and_(keep, mapped)
+        counts.dropped += pc.sum(pc.and_(pc.is_valid(index), pc.invert(mapped))).as_py() or 0
         _count(counts, kind.filter(mapped_and_valid))
-        return out
+        return out.filter(mapped_and_valid)
 
     return convert
 
