@@ -14,6 +14,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <stdint.h>
 #include <string.h>
 
 typedef const unsigned char *ptr;
@@ -29,20 +30,26 @@ typedef struct {
     Py_ssize_t len, cap;
 } Out;
 
-static int out_put(Out *o, const void *src, Py_ssize_t n) {
+/* Appends without touching Python state (safe without the GIL); -1 when out of memory. */
+static int out_put_raw(Out *o, const void *src, Py_ssize_t n) {
     if (o->len + n > o->cap) {
         Py_ssize_t cap = o->cap ? o->cap : 1 << 16;
         while (cap < o->len + n) cap *= 2;
-        char *grown = PyMem_Realloc(o->buf, (size_t)cap);
-        if (!grown) {
-            PyErr_NoMemory();
-            return -1;
-        }
+        char *grown = PyMem_RawRealloc(o->buf, (size_t)cap);
+        if (!grown) return -1;
         o->buf = grown;
         o->cap = cap;
     }
     memcpy(o->buf + o->len, src, (size_t)n);
     o->len += n;
+    return 0;
+}
+
+static int out_put(Out *o, const void *src, Py_ssize_t n) {
+    if (out_put_raw(o, src, n) < 0) {
+        PyErr_NoMemory();
+        return -1;
+    }
     return 0;
 }
 
@@ -255,8 +262,8 @@ static ptr members_of(ptr p, ptr end, Members *out) {
 
 static int span_is(ptr s, ptr e, const char *text, Py_ssize_t n) { return e - s == n && !memcmp(s, text, (size_t)n); }
 
-/* Copy a validated value without the whitespace between its tokens. */
-static int put_compact(Out *o, ptr p, ptr end) {
+/* Copy a validated value without the whitespace between its tokens (safe without the GIL). */
+static int put_compact_raw(Out *o, ptr p, ptr end) {
     ptr run = p;
     int in_string = 0;
     while (p < end) {
@@ -267,12 +274,20 @@ static int put_compact(Out *o, ptr p, ptr end) {
         } else if (c == '"') {
             in_string = 1;
         } else if (c == ' ' || c == '\t' || c == '\r' || c == '\n') {
-            if (out_put(o, run, p - run) < 0) return -1;
+            if (out_put_raw(o, run, p - run) < 0) return -1;
             run = p + 1;
         }
         p++;
     }
-    return out_put(o, run, end - run);
+    return out_put_raw(o, run, end - run);
+}
+
+static int put_compact(Out *o, ptr p, ptr end) {
+    if (put_compact_raw(o, p, end) < 0) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    return 0;
 }
 
 /* "{" + first member + the object's other members (all but index skip) + "}\n". */
@@ -347,7 +362,7 @@ static int find_key(const Members *ms, const char *key, Py_ssize_t n) {
 static PyObject *result(Out *o, Py_ssize_t pos, Py_ssize_t lines, const Py_ssize_t *counts, int n_counts,
                         Py_ssize_t dropped) {
     PyObject *data = PyBytes_FromStringAndSize(o->buf ? o->buf : "", o->len);
-    PyMem_Free(o->buf);
+    PyMem_RawFree(o->buf);
     if (!data) return NULL;
     PyObject *kinds = PyTuple_New(n_counts);
     if (!kinds) {
@@ -439,7 +454,7 @@ static PyObject *columns(PyObject *self, PyObject *args) {
         o.buf = NULL;
     }
 done:
-    PyMem_Free(o.buf);
+    PyMem_RawFree(o.buf);
     PyBuffer_Release(&chunk);
     PyBuffer_Release(&column);
     PyBuffer_Release(&name);
@@ -558,7 +573,7 @@ static PyObject *debezium(PyObject *self, PyObject *args) {
         o.buf = NULL;
     }
 done:
-    PyMem_Free(o.buf);
+    PyMem_RawFree(o.buf);
     PyBuffer_Release(&chunk);
     PyBuffer_Release(&kind_key);
     return result_obj;
@@ -579,139 +594,285 @@ static int plain_key_value(const Member *m) {
     return 1;
 }
 
+#define MAX_SPELLINGS 16
+#define MAX_KEYS 16
+
+typedef struct {
+    const char *kind_key;
+    Py_ssize_t kind_len;
+    const char *spelling[MAX_SPELLINGS];
+    Py_ssize_t spelling_len[MAX_SPELLINGS];
+    int spelling_kind[MAX_SPELLINGS];
+    int n_spellings;
+    const char *key[MAX_KEYS];
+    Py_ssize_t key_len[MAX_KEYS];
+    int n_keys;
+} ChangeSpec;
+
+/* (kind_key, spellings, key_keys) → a ChangeSpec pointing into those bytes (kept alive by the caller). */
+static int change_spec(ChangeSpec *cs, Py_buffer *kind_key, PyObject *spellings, PyObject *key_keys) {
+    cs->kind_key = kind_key->buf;
+    cs->kind_len = kind_key->len;
+    cs->n_spellings = (int)PyTuple_GET_SIZE(spellings);
+    cs->n_keys = (int)PyTuple_GET_SIZE(key_keys);
+    if (cs->n_spellings > MAX_SPELLINGS || cs->n_keys < 1 || cs->n_keys > MAX_KEYS) {
+        PyErr_SetString(PyExc_ValueError, "too many spellings or key columns");
+        return -1;
+    }
+    for (int i = 0; i < cs->n_spellings; i++) {
+        PyObject *e = PyTuple_GET_ITEM(spellings, i);
+        if (!PyTuple_Check(e) || PyTuple_GET_SIZE(e) != 2 || !PyBytes_Check(PyTuple_GET_ITEM(e, 0))) {
+            PyErr_SetString(PyExc_TypeError, "spellings: (bytes, int) expected");
+            return -1;
+        }
+        cs->spelling[i] = PyBytes_AS_STRING(PyTuple_GET_ITEM(e, 0));
+        cs->spelling_len[i] = PyBytes_GET_SIZE(PyTuple_GET_ITEM(e, 0));
+        long kind = PyLong_AsLong(PyTuple_GET_ITEM(e, 1));
+        if (kind < 0 || kind > 3) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "kind index out of range");
+            return -1;
+        }
+        cs->spelling_kind[i] = (int)kind;
+    }
+    for (int i = 0; i < cs->n_keys; i++) {
+        PyObject *k = PyTuple_GET_ITEM(key_keys, i);
+        if (!PyBytes_Check(k)) {
+            PyErr_SetString(PyExc_TypeError, "key columns: bytes expected");
+            return -1;
+        }
+        cs->key[i] = PyBytes_AS_STRING(k);
+        cs->key_len[i] = PyBytes_GET_SIZE(k);
+    }
+    return 0;
+}
+
+/* One line → its kind (0..3), key (values joined by ',') and row without the kind column, compact.
+ * 1: a plain change; 0: declined; -1: out of memory. Touches no Python object (no GIL needed). */
+static int parse_change(ptr p, ptr line_end, const ChangeSpec *cs, Members *ms, int *kind, Out *key, Out *image) {
+    if (!line_object(p, line_end, ms) || any_key_escaped(ms) || has_repeated_keys(ms)) return 0;
+    int at_kind = find_key(ms, cs->kind_key, cs->kind_len);
+    if (at_kind < 0 || ms->m[at_kind].val_escaped) return 0;
+    *kind = -1;
+    for (int i = 0; i < cs->n_spellings && *kind < 0; i++)
+        if (span_is(ms->m[at_kind].val, ms->m[at_kind].val_end, cs->spelling[i], cs->spelling_len[i]))
+            *kind = cs->spelling_kind[i];
+    if (*kind < 0) return 0;
+    key->len = 0;
+    for (int i = 0; i < cs->n_keys; i++) {
+        int at = find_key(ms, cs->key[i], cs->key_len[i]);
+        if (at < 0 || !plain_key_value(&ms->m[at])) return 0;
+        if ((i && out_put_raw(key, ",", 1) < 0) || out_put_raw(key, ms->m[at].val, ms->m[at].val_end - ms->m[at].val) < 0)
+            return -1;
+    }
+    image->len = 0;
+    if (out_put_raw(image, "{", 1) < 0) return -1;
+    int first = 1;
+    for (int i = 0; i < ms->n; i++) {
+        const Member *m = &ms->m[i];
+        if (i == at_kind) continue;
+        if ((!first && out_put_raw(image, ",", 1) < 0) || out_put_raw(image, m->key, m->key_end - m->key) < 0 ||
+            out_put_raw(image, ":", 1) < 0)
+            return -1;
+        first = 0;
+        if (*m->val == '{' || *m->val == '[' ? put_compact_raw(image, m->val, m->val_end) < 0
+                                              : out_put_raw(image, m->val, m->val_end - m->val) < 0)
+            return -1;
+    }
+    return out_put_raw(image, "}", 1) < 0 ? -1 : 1;
+}
+
+typedef struct {
+    Py_ssize_t counts[4], retract, upsert;
+} Applied;
+
+/* Apply one change to rows/retracted like an upsert table. 1: applied; 0: declined (it would raise
+ * a finding: an insert of a stored key, a retraction of an absent row, a -U unlike the stored
+ * row); -1: a Python error. */
+static int apply_change(PyObject *rows, PyObject *retracted, int kind, const char *key, Py_ssize_t key_len,
+                        const char *image, Py_ssize_t image_len, Applied *a) {
+    PyObject *k = PyBytes_FromStringAndSize(key, key_len);
+    if (!k) return -1;
+    int gone = PySet_GET_SIZE(retracted) ? PySet_Contains(retracted, k) : 0;
+    PyObject *stored = gone ? NULL : PyDict_GetItemWithError(rows, k); /* borrowed */
+    int done = 1;
+    if (gone < 0 || PyErr_Occurred()) {
+        done = -1;
+    } else if (kind == 0 || kind == 2) { /* +I, +U */
+        if (stored && kind == 0) {
+            done = 0;
+        } else {
+            PyObject *row = PyBytes_FromStringAndSize(image, image_len);
+            if (!row || PyDict_SetItem(rows, k, row) < 0 || (gone && PySet_Discard(retracted, k) < 0)) done = -1;
+            Py_XDECREF(row);
+            if (done == 1) a->retract += stored ? 2 : 1, a->upsert += 1;
+        }
+    } else if (!stored) {
+        done = 0;
+    } else if (kind == 1) { /* -U: the stored row must be the one retracted */
+        if (PyBytes_GET_SIZE(stored) != image_len || memcmp(PyBytes_AS_STRING(stored), image, (size_t)image_len))
+            done = 0;
+        else if (PySet_Add(retracted, k) < 0)
+            done = -1;
+        else
+            a->retract += 1;
+    } else { /* -D */
+        if (PyDict_DelItem(rows, k) < 0) done = -1;
+        else a->retract += 1, a->upsert += 1;
+    }
+    Py_DECREF(k);
+    if (done == 1) a->counts[kind]++;
+    return done;
+}
+
+static PyObject *applied_tuple(Py_ssize_t position, Py_ssize_t lines, const Applied *a) {
+    return Py_BuildValue("(nn(nnnn)nn)", position, lines, a->counts[0], a->counts[1], a->counts[2], a->counts[3],
+                         a->retract, a->upsert);
+}
+
 /* keyed(chunk, start, kind_key, spellings, key_keys, rows, retracted)
  *   spellings: tuple of (kind spelled as a JSON string, kind index); key_keys: the key columns
  *   as JSON strings. rows: dict key bytes → compact row bytes (without the kind column), in
  *   first-insertion order; retracted: set of keys whose row a -U took out (the slot stays).
- * Applies +I/+U/-U/-D like an upsert table. Declined — left for Python — is any line that would
- * raise a finding (an insert of a stored key, a retraction of an absent one, a -U unlike the
- * stored row) or is not plain. Returns (position, lines, counts per kind, retract messages,
- * upsert messages). */
+ * Parses and applies lines until one is declined (not plain, or a finding).
+ * Returns (position, lines, counts per kind, retract messages, upsert messages). */
 static PyObject *keyed(PyObject *self, PyObject *args) {
     Py_buffer chunk, kind_key;
     Py_ssize_t start;
     PyObject *spellings, *key_keys, *rows, *retracted, *result_obj = NULL;
     Out image = {0}, key = {0};
     Members *ms = NULL;
+    ChangeSpec cs;
+    Applied a = {{0}, 0, 0};
     if (!PyArg_ParseTuple(args, "y*ny*O!O!O!O!", &chunk, &start, &kind_key, &PyTuple_Type, &spellings, &PyTuple_Type,
                           &key_keys, &PyDict_Type, &rows, &PySet_Type, &retracted))
         return NULL;
-    Py_ssize_t n_spellings = PyTuple_GET_SIZE(spellings), n_keys = PyTuple_GET_SIZE(key_keys);
-    for (Py_ssize_t i = 0; i < n_spellings; i++) {
-        PyObject *e = PyTuple_GET_ITEM(spellings, i);
-        if (!PyTuple_Check(e) || PyTuple_GET_SIZE(e) != 2 || !PyBytes_Check(PyTuple_GET_ITEM(e, 0))) {
-            PyErr_SetString(PyExc_TypeError, "spellings: (bytes, int) expected");
-            goto done;
-        }
-    }
-    for (Py_ssize_t i = 0; i < n_keys; i++)
-        if (!PyBytes_Check(PyTuple_GET_ITEM(key_keys, i))) {
-            PyErr_SetString(PyExc_TypeError, "key columns: bytes expected");
-            goto done;
-        }
-    if (n_keys < 1 || !(ms = PyMem_Malloc(sizeof(Members)))) {
-        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "no key columns");
+    if (change_spec(&cs, &kind_key, spellings, key_keys) < 0) goto done;
+    if (!(ms = PyMem_RawMalloc(sizeof(Members)))) {
+        PyErr_NoMemory();
         goto done;
     }
     {
         ptr base = chunk.buf, end = base + chunk.len, p = base + (start < 0 ? 0 : start);
-        Py_ssize_t lines = 0, counts[4] = {0}, retract_messages = 0, upsert_messages = 0;
+        Py_ssize_t lines = 0;
         while (p < end) {
             ptr nl = memchr(p, '\n', (size_t)(end - p));
-            ptr line_end = nl ? nl : end;
-            if (!line_object(p, line_end, ms) || any_key_escaped(ms) || has_repeated_keys(ms)) break;
-            int at_kind = find_key(ms, kind_key.buf, kind_key.len);
-            if (at_kind < 0 || ms->m[at_kind].val_escaped) break;
-            long kind = -1;
-            for (Py_ssize_t i = 0; i < n_spellings && kind < 0; i++) {
-                PyObject *word = PyTuple_GET_ITEM(PyTuple_GET_ITEM(spellings, i), 0);
-                if (span_is(ms->m[at_kind].val, ms->m[at_kind].val_end, PyBytes_AS_STRING(word), PyBytes_GET_SIZE(word)))
-                    kind = PyLong_AsLong(PyTuple_GET_ITEM(PyTuple_GET_ITEM(spellings, i), 1));
-            }
-            if (kind < 0 || kind > 3) break;
-            int plain = 1;
-            key.len = 0;
-            for (Py_ssize_t i = 0; i < n_keys && plain; i++) {
-                PyObject *name = PyTuple_GET_ITEM(key_keys, i);
-                int at = find_key(ms, PyBytes_AS_STRING(name), PyBytes_GET_SIZE(name));
-                plain = at >= 0 && plain_key_value(&ms->m[at]);
-                if (plain && ((i && out_put(&key, ",", 1) < 0) || out_put(&key, ms->m[at].val, ms->m[at].val_end - ms->m[at].val) < 0))
-                    goto done;
-            }
-            if (!plain) break;
-            image.len = 0;
-            if (out_put(&image, "{", 1) < 0) goto done;
-            int first = 1;
-            for (int i = 0; i < ms->n; i++) {
-                const Member *m = &ms->m[i];
-                if (i == at_kind) continue;
-                if ((!first && out_put(&image, ",", 1) < 0) || out_put(&image, m->key, m->key_end - m->key) < 0 ||
-                    out_put(&image, ":", 1) < 0)
-                    goto done;
-                first = 0;
-                if (*m->val == '{' || *m->val == '[' ? put_compact(&image, m->val, m->val_end) < 0
-                                                      : out_put(&image, m->val, m->val_end - m->val) < 0)
-                    goto done;
-            }
-            if (out_put(&image, "}", 1) < 0) goto done;
-            PyObject *k = PyBytes_FromStringAndSize(key.buf, key.len);
-            if (!k) goto done;
-            int gone = PySet_GET_SIZE(retracted) ? PySet_Contains(retracted, k) : 0;
-            PyObject *stored = gone ? NULL : PyDict_GetItemWithError(rows, k); /* borrowed */
-            if (gone < 0 || PyErr_Occurred()) {
-                Py_DECREF(k);
+            int kind, got = parse_change(p, nl ? nl : end, &cs, ms, &kind, &key, &image);
+            if (got < 0) {
+                PyErr_NoMemory();
                 goto done;
             }
-            int decline = 0;
-            if (kind == 0 || kind == 2) { /* +I, +U */
-                if (stored && kind == 0) {
-                    decline = 1; /* an insert of a stored key: a finding */
-                } else {
-                    PyObject *row = PyBytes_FromStringAndSize(image.buf, image.len);
-                    if (!row || PyDict_SetItem(rows, k, row) < 0 || (gone && PySet_Discard(retracted, k) < 0)) {
-                        Py_XDECREF(row);
-                        Py_DECREF(k);
-                        goto done;
-                    }
-                    Py_DECREF(row);
-                    retract_messages += stored ? 2 : 1;
-                    upsert_messages += 1;
-                }
-            } else if (!stored) {
-                decline = 1; /* a retraction of an absent row: a finding */
-            } else if (kind == 1) { /* -U: the stored row must be the one retracted */
-                if (PyBytes_GET_SIZE(stored) != image.len || memcmp(PyBytes_AS_STRING(stored), image.buf, (size_t)image.len)) {
-                    decline = 1;
-                } else {
-                    if (PySet_Add(retracted, k) < 0) {
-                        Py_DECREF(k);
-                        goto done;
-                    }
-                    retract_messages += 1;
-                }
-            } else { /* -D */
-                if (PyDict_DelItem(rows, k) < 0) {
-                    Py_DECREF(k);
-                    goto done;
-                }
-                retract_messages += 1;
-                upsert_messages += 1;
-            }
-            Py_DECREF(k);
-            if (decline) break;
-            counts[kind]++;
+            if (!got) break;
+            got = apply_change(rows, retracted, kind, key.buf, key.len, image.buf, image.len, &a);
+            if (got < 0) goto done;
+            if (!got) break;
             lines++;
             p = nl ? nl + 1 : end;
         }
-        PyObject *kinds = Py_BuildValue("(nnnn)", counts[0], counts[1], counts[2], counts[3]);
-        if (kinds) result_obj = Py_BuildValue("(nnNnn)", p - base, lines, kinds, retract_messages, upsert_messages);
+        result_obj = applied_tuple(p - base, lines, &a);
     }
 done:
-    PyMem_Free(ms);
-    PyMem_Free(image.buf);
-    PyMem_Free(key.buf);
+    PyMem_RawFree(ms);
+    PyMem_RawFree(image.buf);
+    PyMem_RawFree(key.buf);
     PyBuffer_Release(&chunk);
     PyBuffer_Release(&kind_key);
+    return result_obj;
+}
+
+/* parse_changes(chunk, start, kind_key, spellings, key_keys) -> (changes, position, lines)
+ * The parsing half of keyed, without the GIL (another thread can apply the chunk before):
+ * plain lines from start until a declined one, packed as records
+ *     [kind u8][line offset u32][key length u32][key][row length u32][row]. */
+static PyObject *parse_changes(PyObject *self, PyObject *args) {
+    Py_buffer chunk, kind_key;
+    Py_ssize_t start, lines = 0, position = 0;
+    PyObject *spellings, *key_keys, *result_obj = NULL;
+    Out packed = {0}, image = {0}, key = {0};
+    Members *ms = NULL;
+    ChangeSpec cs;
+    int failed = 0;
+    if (!PyArg_ParseTuple(args, "y*ny*O!O!", &chunk, &start, &kind_key, &PyTuple_Type, &spellings, &PyTuple_Type,
+                          &key_keys))
+        return NULL;
+    if (chunk.len >= ((Py_ssize_t)1 << 31)) {
+        PyErr_SetString(PyExc_ValueError, "chunk too large");
+        goto done;
+    }
+    if (change_spec(&cs, &kind_key, spellings, key_keys) < 0) goto done;
+    Py_BEGIN_ALLOW_THREADS;
+    ptr base = chunk.buf, end = base + chunk.len, p = base + (start < 0 ? 0 : start);
+    ms = PyMem_RawMalloc(sizeof(Members));
+    failed = !ms;
+    while (!failed && p < end) {
+        ptr nl = memchr(p, '\n', (size_t)(end - p));
+        int kind, got = parse_change(p, nl ? nl : end, &cs, ms, &kind, &key, &image);
+        if (got <= 0) {
+            failed = got < 0;
+            break;
+        }
+        unsigned char k = (unsigned char)kind;
+        uint32_t offset = (uint32_t)(p - base), klen = (uint32_t)key.len, ilen = (uint32_t)image.len;
+        failed = out_put_raw(&packed, &k, 1) < 0 || out_put_raw(&packed, &offset, 4) < 0 ||
+                 out_put_raw(&packed, &klen, 4) < 0 || out_put_raw(&packed, key.buf, key.len) < 0 ||
+                 out_put_raw(&packed, &ilen, 4) < 0 || out_put_raw(&packed, image.buf, image.len) < 0;
+        if (failed) break;
+        lines++;
+        p = nl ? nl + 1 : end;
+    }
+    position = p - base;
+    Py_END_ALLOW_THREADS;
+    if (failed) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    {
+        PyObject *data = PyBytes_FromStringAndSize(packed.buf ? packed.buf : "", packed.len);
+        if (data) result_obj = Py_BuildValue("(Nnn)", data, position, lines);
+    }
+done:
+    PyMem_RawFree(ms);
+    PyMem_RawFree(packed.buf);
+    PyMem_RawFree(image.buf);
+    PyMem_RawFree(key.buf);
+    PyBuffer_Release(&chunk);
+    PyBuffer_Release(&kind_key);
+    return result_obj;
+}
+
+/* apply_changes(changes, rows, retracted) -> (stop, records, counts per kind, retract, upsert)
+ * The applying half: records from parse_changes until one is declined (a finding); stop is
+ * that record's line offset in the chunk, or -1 when all were applied. */
+static PyObject *apply_changes(PyObject *self, PyObject *args) {
+    Py_buffer packed;
+    PyObject *rows, *retracted, *result_obj = NULL;
+    Applied a = {{0}, 0, 0};
+    if (!PyArg_ParseTuple(args, "y*O!O!", &packed, &PyDict_Type, &rows, &PySet_Type, &retracted)) return NULL;
+    {
+        const char *p = packed.buf, *end = p + packed.len;
+        Py_ssize_t records = 0, stop = -1;
+        while (end - p >= 13) {
+            uint32_t offset, klen, ilen;
+            int kind = (unsigned char)p[0];
+            memcpy(&offset, p + 1, 4);
+            memcpy(&klen, p + 5, 4);
+            if (end - (p + 9) < (Py_ssize_t)klen + 4) break;
+            const char *key = p + 9;
+            memcpy(&ilen, key + klen, 4);
+            const char *image = key + klen + 4;
+            if (end - image < (Py_ssize_t)ilen) break;
+            int got = apply_change(rows, retracted, kind, key, klen, image, ilen, &a);
+            if (got < 0) goto done;
+            if (!got) {
+                stop = offset;
+                break;
+            }
+            records++;
+            p = image + ilen;
+        }
+        result_obj = applied_tuple(stop, records, &a);
+    }
+done:
+    PyBuffer_Release(&packed);
     return result_obj;
 }
 
@@ -719,6 +880,8 @@ static PyMethodDef methods[] = {
     {"columns", columns, METH_VARARGS, "Move one column of each JSON line to the front, mapped."},
     {"debezium", debezium, METH_VARARGS, "Debezium change events → changelog rows."},
     {"keyed", keyed, METH_VARARGS, "Apply changelog lines to an upsert table of row bytes."},
+    {"parse_changes", parse_changes, METH_VARARGS, "The parsing half of keyed, without the GIL."},
+    {"apply_changes", apply_changes, METH_VARARGS, "The applying half of keyed."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -23,3 +23,9 @@ def keyed(
     rows: dict[bytes, bytes],
     retracted: set[bytes],
 ) -> tuple[int, int, tuple[int, int, int, int], int, int]: ...
+def parse_changes(
+    chunk: bytes, start: int, kind_key: bytes, spellings: tuple[tuple[bytes, int], ...], key_keys: tuple[bytes, ...]
+) -> tuple[bytes, int, int]: ...
+def apply_changes(
+    changes: bytes, rows: dict[bytes, bytes], retracted: set[bytes]
+) -> tuple[int, int, tuple[int, int, int, int], int, int]: ...

@@ -11,7 +11,9 @@ from there on. At the end the live rows are parsed once into that state, so the 
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from functools import partial
 from typing import Any
 
@@ -46,20 +48,57 @@ class KeyedLines:
         self.rows: dict[bytes, bytes] | None = {}  # None once handed over
         self.retracted: set[bytes] = set()
         self.records = 0
+        self._pool: ThreadPoolExecutor | None = None
+        self._pending: tuple[Future[Any], bytes, str, int, Reject | None] | None = None
 
     def feed(self, chunk: bytes, source: str, first_line: int, reject: Reject | None) -> None:
-        position, line_no, size = 0, first_line, len(chunk)
+        """Parse this chunk on a thread (the kernel lets go of the GIL) while the one before is
+        applied: the two halves of the work on the two cores."""
+        job = None
+        if self.rows is not None:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(1, thread_name_prefix="cdc-parse")
+            started = threading.Event()
+            job = self._pool.submit(_parse, started, chunk, self.args)
+            started.wait()  # the applying below holds the GIL: let the parser get going first
+        self._drain()
+        if self.rows is None or job is None:
+            self._general(chunk, source, first_line, reject)
+        else:
+            self._pending = (job, chunk, source, first_line, reject)
+
+    def _drain(self) -> None:
+        if self._pending is None:
+            return
+        job, chunk, source, first_line, reject = self._pending
+        self._pending = None
+        packed, position, lines = job.result()
+        assert self.rows is not None
+        stop, records, kinds, retract, upsert = _kernel.apply_changes(packed, self.rows, self.retracted)
+        self._add(records, kinds, retract, upsert)
+        if stop >= 0:  # a change that raises a finding: the general state takes it from here
+            self._hand_over()
+            self._general(chunk[stop:], source, first_line + records, reject)
+        elif position < len(chunk):  # a line the parser declined
+            self._feed_lines(chunk, position, first_line + lines, source, reject)
+
+    def _add(self, records: int, kinds: tuple[int, ...], retract: int, upsert: int) -> None:
+        state = self.state
+        for kind, n in zip(KINDS, kinds, strict=True):
+            if n:
+                state.by_kind[kind] += n
+        state.retract_messages += retract
+        state.upsert_messages += upsert
+        self.records += records
+
+    def _feed_lines(self, chunk: bytes, position: int, line_no: int, source: str, reject: Reject | None) -> None:
+        """From a declined line on: parse and apply together, looking at each declined line."""
+        size = len(chunk)
         while position < size and self.rows is not None:
             position, lines, kinds, retract, upsert = _kernel.keyed(
                 chunk, position, self.args[0], self.args[1], self.args[2], self.rows, self.retracted
             )
-            state = self.state
-            for kind, n in zip(KINDS, kinds, strict=True):
-                if n:
-                    state.by_kind[kind] += n
-            state.retract_messages += retract
-            state.upsert_messages += upsert
-            self.records += lines
+            self._add(lines, kinds, retract, upsert)
             line_no += lines
             if position >= size:
                 return
@@ -141,9 +180,19 @@ class KeyedLines:
         self.retracted = set()
 
     def finish(self) -> None:
+        try:
+            self._drain()
+        finally:
+            if self._pool is not None:
+                self._pool.shutdown()
         if self.rows is not None:
             self._hand_over()
 
 
 def _at(where: Location) -> Location:
     return where
+
+
+def _parse(started: threading.Event, chunk: bytes, args: tuple[Any, ...]) -> tuple[bytes, int, int]:
+    started.set()
+    return _kernel.parse_changes(chunk, 0, *args)  # type: ignore[no-any-return]
