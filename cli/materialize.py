@@ -81,7 +81,6 @@ def build_state(
         if available():  # JSON lines through the C kernel; the table comes out the same
             lines = KeyedLines(state, kind_column)
             if read_line_chunks(cfg, lines, CHANGELOG_INPUTS):
-                lines.finish()
                 return state, lines.records
 
     def consume(reader: Any, reject: Any) -> None:

@@ -190,6 +190,10 @@ class ChunkFeed(Protocol):
 
     def feed(self, chunk: bytes, source: str, first_line: int, reject: Callable[..., None] | None) -> None: ...
 
+    def finish(self) -> None:
+        """After the last chunk, while rejects can still be written."""
+        ...
+
 
 def read_line_chunks(cfg: IOConfig, consumer: ChunkFeed, choices: Sequence[str]) -> bool:
     """Every input's line-aligned chunks, in order, to ``consumer``; False (nothing read)
@@ -205,6 +209,7 @@ def read_line_chunks(cfg: IOConfig, consumer: ChunkFeed, choices: Sequence[str])
             finally:
                 if path != STDIO:
                     stream.close()
+        consumer.finish()
     if current.rejects is not None and current.rejects.count:
         report(cfg, Counts(), consumer.records, current.rejects)
     return True
