@@ -147,12 +147,16 @@ def _fast(options: DebeziumOptions) -> Any:
     """Stateless decoding runs on the parallel chunk path, one decoder per worker."""
 
     def make(counts: Counts) -> Converter:
-        from cdc.formats.splice import DebeziumSplice, debezium_kernel  # msgspec: only this path
+        from cdc.formats import kernel as c_kernel
 
         decoder = DebeziumDecoder(options, counts)
         plain = not options.metadata and options.schema_include != "true" and decoder.stateless
-        kernel = debezium_kernel(options.kind_column, counts) if plain else None
-        splice = DebeziumSplice(options.kind_column, counts) if plain and not kernel else None
+        kernel = c_kernel.debezium_kernel(options.kind_column, counts) if plain and c_kernel.available() else None
+        splice = None
+        if plain and kernel is None:
+            from cdc.formats.splice import DebeziumSplice  # msgspec: only without the kernel
+
+            splice = DebeziumSplice(options.kind_column, counts)
         return Converter(decoder.fast_decode(), counts, tombstones=True, splice=splice, kernel=kernel)
 
     return make

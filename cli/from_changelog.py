@@ -164,11 +164,13 @@ def command(
 
 def _fast(spec: FromChangelogSpec, counts: Counts) -> Converter:
     """The JSON lines path: whole chunks spliced as bytes where they can be, else row by row."""
-    from cdc.formats.splice import from_changelog_kernel, from_changelog_splice  # msgspec: only this path
+    from cdc.formats import kernel
 
     if spec.keys:
         return Converter(FromChangelogRow(spec, counts), counts)
     args = (spec.op_column, spec.kind_column, spec.mapping, spec.drop, counts)
-    kernel = from_changelog_kernel(*args)
-    splice = None if kernel else from_changelog_splice(*args)
-    return Converter(FromChangelogRow(spec, counts), counts, splice=splice, kernel=kernel)
+    if kernel.available():
+        return Converter(FromChangelogRow(spec, counts), counts, kernel=kernel.from_changelog_kernel(*args))
+    from cdc.formats.splice import from_changelog_splice  # msgspec: only without the kernel
+
+    return Converter(FromChangelogRow(spec, counts), counts, splice=from_changelog_splice(*args))

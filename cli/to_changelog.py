@@ -132,9 +132,11 @@ def command(
 
 def _fast(spec: ToChangelogSpec, counts: Counts) -> Converter:
     """The JSON lines path: whole chunks spliced as bytes where they can be, else row by row."""
-    from cdc.formats.splice import to_changelog_kernel, to_changelog_splice  # msgspec: only this path
+    from cdc.formats import kernel
 
     args = (spec.kind_column, spec.op_column, spec.mapping, spec.drop, counts)
-    kernel = to_changelog_kernel(*args)
-    splice = None if kernel else to_changelog_splice(*args)
-    return Converter(ToChangelogRow(spec, counts), counts, splice=splice, kernel=kernel)
+    if kernel.available():
+        return Converter(ToChangelogRow(spec, counts), counts, kernel=kernel.to_changelog_kernel(*args))
+    from cdc.formats.splice import to_changelog_splice  # msgspec: only without the kernel
+
+    return Converter(ToChangelogRow(spec, counts), counts, splice=to_changelog_splice(*args))

@@ -71,7 +71,6 @@ class TableState:
         self.by_kind: Counter[str] = Counter()
         self.retract_messages = 0  # messages this log needs when encoded with -U (retract)
         self.upsert_messages = 0  # ... and without -U, deletes by key (upsert)
-        self.noop_updates = 0
 
     def apply(self, kind: str, image: Row, where: Where = _nowhere) -> None:
         raise NotImplementedError
@@ -144,8 +143,6 @@ class KeyedState(TableState):
                         f"+I of a key that already exists ({describe_key(self.key, image)})",
                         where,
                     )
-                if stored == image:
-                    self.noop_updates += 1
                 self.retract_messages += 2
                 self.upsert_messages += 1
             rows[key] = image

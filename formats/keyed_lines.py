@@ -24,14 +24,10 @@ from cdc.core.errors import InputError, Location
 from cdc.core.kinds import KIND_BY_TEXT
 from cdc.core.state import KeyedState
 from cdc.formats.jsonl import _clip, _loads_exact, bad_line_message, has_long_digit_run
-from cdc.formats.splice import _kernel
+from cdc.formats.kernel import KINDS, _kernel, available
 
-KINDS = ("+I", "-U", "+U", "-D")
 Reject = Callable[[InputError, str], None]
-
-
-def available() -> bool:
-    return _kernel is not None
+__all__ = ["KeyedLines", "available"]
 
 
 class KeyedLines:

@@ -1,0 +1,92 @@
+"""The C kernel (formats/_kernel.c) behind the JSON-lines fast paths, and its Python side.
+
+Each kernel call converts lines of a chunk until the first line it declines, which the caller
+converts the general way (orjson, row by row) before calling again past it. The extension is
+optional: where it was not built (no C compiler at install), ``available()`` is False and the
+msgspec splice (formats.splice) does this work.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+
+from cdc.core.kinds import KIND_BY_TEXT, RowKind
+from cdc.core.stats import Counts
+
+_kernel: Any
+try:
+    from cdc.formats import _kernel
+except ImportError:  # built without a C compiler
+    _kernel = None
+
+KINDS = ("+I", "-U", "+U", "-D")
+
+
+def available() -> bool:
+    return _kernel is not None
+
+
+class _Kernel:
+    """Calls one kernel function; adds its counts. Returns (output, next position, lines done):
+    the next position is where the kernel stopped before a line it declines."""
+
+    def __init__(self, function: Any, args: tuple[Any, ...], counts: Counts):
+        self.function, self.args, self.counts = function, args, counts
+
+    def __call__(self, chunk: bytes, start: int) -> tuple[bytes, int, int]:
+        out, position, lines, kinds, dropped = self.function(chunk, start, *self.args)
+        by_kind = self.counts.by_kind
+        for kind, n in zip(KINDS, kinds, strict=True):
+            if n:
+                by_kind[kind] += n
+        self.counts.dropped += dropped
+        return out, position, lines
+
+
+def _first_member(name: str, value: str) -> bytes:
+    return orjson.dumps(name) + b":" + orjson.dumps(value)
+
+
+def column_kernel(
+    column: str, name: str, codes: Mapping[str, tuple[RowKind, str] | None], counts: Counts
+) -> _Kernel | None:
+    """``codes``: each accepted value → (its kind, the value written in ``name``), or None: dropped."""
+    if _kernel is None:
+        return None
+    table = tuple(
+        (
+            orjson.dumps(code),
+            KINDS.index(entry[0].value) if entry else 0,
+            _first_member(name, entry[1]) if entry else None,
+        )
+        for code, entry in codes.items()
+    )
+    name_key = orjson.dumps(name) if name != column else b""
+    return _Kernel(_kernel.columns, (orjson.dumps(column), name_key, table), counts)
+
+
+def from_changelog_kernel(
+    op_column: str, kind_column: str, mapping: Mapping[str, RowKind], drop: frozenset[RowKind], counts: Counts
+) -> _Kernel | None:
+    codes = {code: None if kind in drop else (kind, kind.value) for code, kind in mapping.items()}
+    return column_kernel(op_column, kind_column, codes, counts)
+
+
+def to_changelog_kernel(
+    kind_column: str, op_column: str, mapping: Mapping[RowKind, str], drop: frozenset[RowKind], counts: Counts
+) -> _Kernel | None:
+    codes: dict[str, tuple[RowKind, str] | None] = {}
+    for text, kind in KIND_BY_TEXT.items():
+        code = None if kind in drop else mapping.get(kind)
+        codes[text] = None if code is None else (kind, code)
+    return column_kernel(kind_column, op_column, codes, counts)
+
+
+def debezium_kernel(kind_column: str, counts: Counts) -> _Kernel | None:
+    if _kernel is None:
+        return None
+    firsts = tuple(_first_member(kind_column, kind) for kind in KINDS)
+    return _Kernel(_kernel.debezium, (orjson.dumps(kind_column), firsts), counts)
