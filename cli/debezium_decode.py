@@ -151,7 +151,10 @@ def _fast(options: DebeziumOptions) -> Any:
 
         decoder = DebeziumDecoder(options, counts)
         plain = not options.metadata and options.schema_include != "true" and decoder.stateless
-        kernel = c_kernel.debezium_kernel(options.kind_column, counts) if plain and c_kernel.available() else None
+        kernel = None
+        if plain and c_kernel.available():
+            envelopes = options.schema_include == "auto"
+            kernel = c_kernel.debezium_kernel(options.kind_column, counts, envelopes, decoder.plain_schema)
         splice = None
         if plain and kernel is None:
             from cdc.formats.splice import DebeziumSplice  # msgspec: only without the kernel

@@ -494,16 +494,25 @@ static int covers(const Members *before, const Members *after) {
     return 1;
 }
 
-/* debezium(chunk, start, kind_key, members) -> counts (+I, -U, +U, -D)
- *   kind_key: the kind column as a JSON string; members: the 4 first members, e.g. b'"op":"+I"' */
+/* debezium(chunk, start, kind_key, firsts, envelopes, plain_schemas)
+ *   kind_key: the kind column as a JSON string; firsts: the 4 first members, e.g. b'"op":"+I"';
+ *   envelopes: whether {"schema", "payload"} events are read as envelopes (schema-include auto);
+ *   plain_schemas: the schemas (their JSON text) known to need no value conversion.
+ * Returns (output, position, lines, counts (+I, -U, +U, -D), 0, schema): schema is the JSON text
+ * of an envelope's schema not known yet when the call stopped there (else None), for Python to
+ * decide whether it is plain. */
 static PyObject *debezium(PyObject *self, PyObject *args) {
     Py_buffer chunk, kind_key;
     Py_ssize_t start;
     const char *first[4];
     Py_ssize_t first_len[4];
-    PyObject *firsts, *result_obj = NULL;
+    int envelopes;
+    PyObject *firsts, *plain_schemas, *unknown = NULL, *result_obj = NULL;
     Out o = {0};
-    if (!PyArg_ParseTuple(args, "y*ny*O!", &chunk, &start, &kind_key, &PyTuple_Type, &firsts)) return NULL;
+    Members *event = NULL, *payload = NULL, *before = NULL, *after = NULL;
+    if (!PyArg_ParseTuple(args, "y*ny*O!pO!", &chunk, &start, &kind_key, &PyTuple_Type, &firsts, &envelopes,
+                          &PySet_Type, &plain_schemas))
+        return NULL;
     if (PyTuple_GET_SIZE(firsts) != 4) {
         PyErr_SetString(PyExc_ValueError, "four first members expected");
         goto done;
@@ -513,33 +522,53 @@ static PyObject *debezium(PyObject *self, PyObject *args) {
         if (!(first[i] = PyBytes_AsString(m))) goto done;
         first_len[i] = PyBytes_GET_SIZE(m);
     }
+    event = PyMem_Malloc(sizeof(Members));
+    payload = PyMem_Malloc(sizeof(Members));
+    before = PyMem_Malloc(sizeof(Members));
+    after = PyMem_Malloc(sizeof(Members));
+    if (!event || !payload || !before || !after) {
+        PyErr_NoMemory();
+        goto done;
+    }
     {
         ptr base = chunk.buf, end = base + chunk.len, p = base + (start < 0 ? 0 : start);
         Py_ssize_t lines = 0, counts[4] = {0};
-        Members *event = PyMem_Malloc(sizeof(Members)), *before = PyMem_Malloc(sizeof(Members)),
-                *after = PyMem_Malloc(sizeof(Members));
-        if (!event || !before || !after) {
-            PyMem_Free(event);
-            PyMem_Free(before);
-            PyMem_Free(after);
-            PyErr_NoMemory();
-            goto done;
-        }
         while (p < end) {
             ptr nl = memchr(p, '\n', (size_t)(end - p));
             ptr line_end = nl ? nl : end;
             if (!line_object(p, line_end, event) || any_key_escaped(event) || has_repeated_keys(event)) break;
-            if (find_key(event, "\"payload\"", 9) != -1) break; /* an envelope: the schema matters */
-            int at_op = find_key(event, "\"op\"", 4), at_before = find_key(event, "\"before\"", 8),
-                at_after = find_key(event, "\"after\"", 7);
+            const Members *ev = event;
+            int at_payload = find_key(event, "\"payload\"", 9);
+            if (at_payload != -1) { /* an envelope: plain only with a schema that converts nothing */
+                int at_schema = find_key(event, "\"schema\"", 8);
+                if (!envelopes || at_payload < 0 || at_schema == -2 || find_key(event, "\"op\"", 4) != -1) break;
+                const Member *pl = &event->m[at_payload];
+                if (*pl->val != '{') break; /* a null payload is a tombstone */
+                const Member *sc = at_schema >= 0 ? &event->m[at_schema] : NULL;
+                if (sc && !span_is(sc->val, sc->val_end, "null", 4)) {
+                    PyObject *text = PyBytes_FromStringAndSize((const char *)sc->val, sc->val_end - sc->val);
+                    int known = text ? PySet_Contains(plain_schemas, text) : -1;
+                    if (known <= 0) {
+                        if (known == 0) unknown = text;
+                        else Py_XDECREF(text);
+                        break;
+                    }
+                    Py_DECREF(text);
+                }
+                if (!members_of(pl->val, pl->val_end, payload) || any_key_escaped(payload) || has_repeated_keys(payload))
+                    break;
+                ev = payload;
+            }
+            int at_op = find_key(ev, "\"op\"", 4), at_before = find_key(ev, "\"before\"", 8),
+                at_after = find_key(ev, "\"after\"", 7);
             if (at_op < 0 || at_before == -2 || at_after == -2) break;
-            const Member *op = &event->m[at_op];
+            const Member *op = &ev->m[at_op];
             if (op->val_end - op->val != 3 || op->val[0] != '"') break;
             char code = (char)op->val[1];
-            ptr bv = at_before >= 0 ? event->m[at_before].val : NULL;
-            ptr bv_end = at_before >= 0 ? event->m[at_before].val_end : NULL;
-            ptr av = at_after >= 0 ? event->m[at_after].val : NULL;
-            ptr av_end = at_after >= 0 ? event->m[at_after].val_end : NULL;
+            ptr bv = at_before >= 0 ? ev->m[at_before].val : NULL;
+            ptr bv_end = at_before >= 0 ? ev->m[at_before].val_end : NULL;
+            ptr av = at_after >= 0 ? ev->m[at_after].val : NULL;
+            ptr av_end = at_after >= 0 ? ev->m[at_after].val_end : NULL;
             /* an image given as JSON text is MongoDB's: the general way says why not */
             if ((bv && *bv == '"') || (av && *av == '"')) break;
             int ok = 1;
@@ -565,14 +594,24 @@ static PyObject *debezium(PyObject *self, PyObject *args) {
             lines++;
             p = nl ? nl + 1 : end;
         }
-        PyMem_Free(event);
-        PyMem_Free(before);
-        PyMem_Free(after);
         if (PyErr_Occurred()) goto done;
-        result_obj = result(&o, p - base, lines, counts, 4, 0);
+        PyObject *out = result(&o, p - base, lines, counts, 4, 0);
         o.buf = NULL;
+        if (out) { /* (output, position, lines, counts, dropped) + (schema,) */
+            PyObject *tail = PyTuple_Pack(1, unknown ? unknown : Py_None);
+            if (tail) {
+                result_obj = PySequence_Concat(out, tail);
+                Py_DECREF(tail);
+            }
+            Py_DECREF(out);
+        }
     }
 done:
+    Py_XDECREF(unknown);
+    PyMem_Free(event);
+    PyMem_Free(payload);
+    PyMem_Free(before);
+    PyMem_Free(after);
     PyMem_RawFree(o.buf);
     PyBuffer_Release(&chunk);
     PyBuffer_Release(&kind_key);

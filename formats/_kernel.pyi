@@ -12,8 +12,13 @@ def columns(
     codes: tuple[tuple[bytes, int, bytes | None], ...],
 ) -> tuple[bytes, int, int, tuple[int, int, int, int], int]: ...
 def debezium(
-    chunk: bytes, start: int, kind_key: bytes, first_members: tuple[bytes, bytes, bytes, bytes]
-) -> tuple[bytes, int, int, tuple[int, int, int, int], int]: ...
+    chunk: bytes,
+    start: int,
+    kind_key: bytes,
+    first_members: tuple[bytes, bytes, bytes, bytes],
+    envelopes: bool,
+    plain_schemas: set[bytes],
+) -> tuple[bytes, int, int, tuple[int, int, int, int], int, bytes | None]: ...
 def keyed(
     chunk: bytes,
     start: int,

@@ -400,6 +400,11 @@ class DebeziumDecoder:
             before, after = self._exact_images(before, after)
         return _apply(converters, before), _apply(converters, after)
 
+    def plain_schema(self, schema: Any) -> bool:
+        """No value under this envelope schema needs converting: the images can be copied as
+        they are (the C kernel asks once per schema)."""
+        return self.options.raw_values or not self._converters_for(schema)[0]
+
     def _converters_for(self, schema: Any) -> tuple[dict[str, Converter], bool]:
         cache_key = orjson.dumps(schema, option=orjson.OPT_SORT_KEYS)
         cached = self._converters.get(cache_key)

@@ -8,7 +8,7 @@ msgspec splice (formats.splice) does this work.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import orjson
@@ -37,13 +37,45 @@ class _Kernel:
         self.function, self.args, self.counts = function, args, counts
 
     def __call__(self, chunk: bytes, start: int) -> tuple[bytes, int, int]:
-        out, position, lines, kinds, dropped = self.function(chunk, start, *self.args)
+        out, position, lines, kinds, dropped = self.function(chunk, start, *self.args)[:5]
+        self._add(kinds, dropped)
+        return out, position, lines
+
+    def _add(self, kinds: tuple[int, ...], dropped: int) -> None:
         by_kind = self.counts.by_kind
         for kind, n in zip(KINDS, kinds, strict=True):
             if n:
                 by_kind[kind] += n
         self.counts.dropped += dropped
-        return out, position, lines
+
+
+class _DebeziumKernel(_Kernel):
+    """Envelopes too: an event whose schema converts no value (no Decimal, date or time type)
+    reads like a payload-only one. The kernel stops at each schema it has not seen; Python
+    decides once (``plain_schema``) and the kernel goes on, or leaves such lines to the general way."""
+
+    def __init__(self, args: tuple[Any, ...], counts: Counts, plain_schema: Callable[[Any], bool]):
+        self.plain: set[bytes] = set()
+        self.converting: set[bytes] = set()
+        self.plain_schema = plain_schema
+        super().__init__(_kernel.debezium, (*args, self.plain), counts)
+
+    def __call__(self, chunk: bytes, start: int) -> tuple[bytes, int, int]:
+        parts: list[bytes] = []
+        done = 0
+        while True:
+            out, position, lines, kinds, dropped, schema = self.function(chunk, start, *self.args)
+            self._add(kinds, dropped)
+            parts.append(out)
+            done += lines
+            if schema is None or schema in self.converting:
+                return b"".join(parts), position, done
+            try:
+                plain = self.plain_schema(orjson.loads(schema))
+            except Exception:  # noqa: BLE001 - a schema the decoder refuses: its error comes the general way
+                plain = False
+            (self.plain if plain else self.converting).add(schema)
+            start = position
 
 
 def _first_member(name: str, value: str) -> bytes:
@@ -85,8 +117,13 @@ def to_changelog_kernel(
     return column_kernel(kind_column, op_column, codes, counts)
 
 
-def debezium_kernel(kind_column: str, counts: Counts) -> _Kernel | None:
+def debezium_kernel(
+    kind_column: str, counts: Counts, envelopes: bool = False, plain_schema: Callable[[Any], bool] | None = None
+) -> _Kernel | None:
+    """``envelopes``: read {"schema", "payload"} events (--schema-include auto); a schema counts as
+    plain when ``plain_schema`` says so (no value of it needs converting)."""
     if _kernel is None:
         return None
     firsts = tuple(_first_member(kind_column, kind) for kind in KINDS)
-    return _Kernel(_kernel.debezium, (orjson.dumps(kind_column), firsts), counts)
+    args = (orjson.dumps(kind_column), firsts, envelopes)
+    return _DebeziumKernel(args, counts, plain_schema or (lambda schema: False))
