@@ -53,6 +53,16 @@ class Splice(Protocol):
         ...
 
 
+class Kernel(Protocol):
+    """Converts lines from ``start`` until one it declines: (output, that line's position, lines)."""
+
+    def __call__(self, chunk: bytes, start: int) -> tuple[bytes, int, int]: ...
+
+    def declined_run(self, chunk: bytes, position: int) -> int:
+        """The end of the lines from ``position`` that are surely declined (at least that line)."""
+        ...
+
+
 @dataclass
 class Converter:
     convert: LineConverter
@@ -60,8 +70,8 @@ class Converter:
     tombstones: bool = False  # blank lines and null are passed on (Debezium) instead of skipped
     # Converts whole chunks as bytes (formats.splice); a chunk it declines goes line by line.
     splice: Splice | None = None
-    # The C kernel (formats.splice): (chunk, start) → (output, position it stopped at, lines).
-    kernel: Callable[[bytes, int], tuple[bytes, int, int]] | None = None
+    # The C kernel (formats.kernel): (chunk, start) → (output, position it stopped at, lines).
+    kernel: Kernel | None = None
 
 
 @dataclass
@@ -105,7 +115,7 @@ def _take_counts(converter: Converter, result: ChunkResult) -> ChunkResult:
 
 def _convert_with_kernel(
     converter: Converter,
-    kernel: Callable[[bytes, int], tuple[bytes, int, int]],
+    kernel: Kernel,
     chunk: bytes,
     first_line: int,
     skip: bool,
@@ -121,12 +131,12 @@ def _convert_with_kernel(
         line_no += lines
         if position >= size:
             break
-        end = chunk.find(b"\n", position)
-        end = size if end < 0 else end + 1
+        end = kernel.declined_run(chunk, position)
         out.append(_convert_lines(converter, chunk[position:end], line_no, skip, result))
         if result.error is not None:
             break
-        position, line_no = end, line_no + 1
+        line_no += chunk.count(b"\n", position, end) + (end == size and not chunk.endswith(b"\n"))
+        position = end
     return b"".join(out)
 
 

@@ -41,6 +41,12 @@ class _Kernel:
         self._add(kinds, dropped)
         return out, position, lines
 
+    def declined_run(self, chunk: bytes, position: int) -> int:
+        """Where the run of lines the kernel declines, from ``position`` on, surely ends: here,
+        the end of that one line."""
+        end = chunk.find(b"\n", position)
+        return len(chunk) if end < 0 else end + 1
+
     def _add(self, kinds: tuple[int, ...], dropped: int) -> None:
         by_kind = self.counts.by_kind
         for kind, n in zip(KINDS, kinds, strict=True):
@@ -58,6 +64,7 @@ class _DebeziumKernel(_Kernel):
         self.plain: set[bytes] = set()
         self.converting: set[bytes] = set()
         self.plain_schema = plain_schema
+        self.stopped_at: bytes | None = None  # the converting schema of the line the kernel stopped at
         super().__init__(_kernel.debezium, (*args, self.plain), counts)
 
     def __call__(self, chunk: bytes, start: int) -> tuple[bytes, int, int]:
@@ -68,6 +75,7 @@ class _DebeziumKernel(_Kernel):
             self._add(kinds, dropped)
             parts.append(out)
             done += lines
+            self.stopped_at = schema if schema in self.converting else None
             if schema is None or schema in self.converting:
                 return b"".join(parts), position, done
             try:
@@ -76,6 +84,19 @@ class _DebeziumKernel(_Kernel):
                 plain = False
             (self.plain if plain else self.converting).add(schema)
             start = position
+
+    def declined_run(self, chunk: bytes, position: int) -> int:
+        """Events under a schema with values to convert go the general way; the lines after this
+        one that start with the same envelope schema go with it, in one batch."""
+        end = super().declined_run(chunk, position)
+        if self.stopped_at is None:
+            return end
+        prefix = b'{"schema":' + self.stopped_at + b","
+        if not chunk.startswith(prefix, position):
+            return end
+        while end < len(chunk) and chunk.startswith(prefix, end):
+            end = super().declined_run(chunk, end)
+        return end
 
 
 def _first_member(name: str, value: str) -> bytes:

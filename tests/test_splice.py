@@ -191,9 +191,20 @@ def events(draw: st.DrawFn) -> bytes:
     out = []
     clean = draw(st.booleans())  # half the examples hold only events the splice takes
     for _ in range(draw(st.integers(1, 10))):
-        shape = "event" if clean else draw(st.sampled_from(["event"] * 8 + ["blank", "null", "envelope", "garbage"]))
+        shape = (
+            "event"
+            if clean
+            else draw(st.sampled_from(["event"] * 8 + ["blank", "null", "envelope", "garbage", "dates"]))
+        )
         if shape in ("blank", "null", "garbage"):
             out.append({"blank": "", "null": "null", "garbage": "{"}[shape])
+            continue
+        if shape == "dates":  # a run of events whose schema converts a value: one general batch
+            for _ in range(draw(st.integers(2, 4))):
+                row = {"id": draw(st.integers(0, 9)), "name": "x", "n": draw(st.integers(0, 30000))}
+                op = draw(st.sampled_from("cudx"))
+                payload = {"before": None if op == "c" else row, "after": None if op == "d" else row, "op": op}
+                out.append(_dumps({"schema": DATE_SCHEMA, "payload": payload}, True, False))
             continue
         if clean:
             row = draw(st.dictionaries(st.sampled_from(["id", "name", "n"]), plain_values, min_size=1, max_size=3))
