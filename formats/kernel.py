@@ -87,11 +87,12 @@ class _DebeziumKernel(_Kernel):
 
     def declined_run(self, chunk: bytes, position: int) -> int:
         """Events under a schema with values to convert go the general way; the lines after this
-        one that start with the same envelope schema go with it, in one batch."""
+        one that start with the same envelope schema and a payload (so the kernel would stop at
+        them too) go with it, in one batch."""
         end = super().declined_run(chunk, position)
         if self.stopped_at is None:
             return end
-        prefix = b'{"schema":' + self.stopped_at + b","
+        prefix = b'{"schema":' + self.stopped_at + b',"payload":'
         if not chunk.startswith(prefix, position):
             return end
         while end < len(chunk) and chunk.startswith(prefix, end):

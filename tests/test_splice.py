@@ -201,10 +201,18 @@ def events(draw: st.DrawFn) -> bytes:
             continue
         if shape == "dates":  # a run of events whose schema converts a value: one general batch
             for _ in range(draw(st.integers(2, 4))):
-                row = {"id": draw(st.integers(0, 9)), "name": "x", "n": draw(st.integers(0, 30000))}
+                row = {
+                    "id": draw(st.integers(0, 9)),
+                    "name": "x",
+                    "n": draw(st.integers(0, 30000)),
+                    "r": _Literal("1.10"),
+                }
                 op = draw(st.sampled_from("cudx"))
                 payload = {"before": None if op == "c" else row, "after": None if op == "d" else row, "op": op}
-                out.append(_dumps({"schema": DATE_SCHEMA, "payload": payload}, True, False))
+                if draw(st.integers(0, 4)):
+                    out.append(_dumps({"schema": DATE_SCHEMA, "payload": payload}, True, False))
+                else:  # a schema but no payload: a plain event with a stray field, not an envelope
+                    out.append(_dumps({"schema": DATE_SCHEMA, **payload}, True, False))
             continue
         if clean:
             row = draw(st.dictionaries(st.sampled_from(["id", "name", "n"]), plain_values, min_size=1, max_size=3))
