@@ -25,12 +25,12 @@ from cdc.core.stats import Counts
 from cdc.formats.jsonl import (
     BOM,
     CHUNK_BYTES,
-    _clip,
     _loads_exact,
     bad_line_message,
     dumps,
     encode_default,
     has_long_digit_run,
+    not_an_object_message,
     read_chunks,
 )
 
@@ -217,8 +217,7 @@ def _convert_lines(converter: Converter, chunk: bytes, first_line: int, skip: bo
                 continue
         result.records += 1
         if type(event) is not dict and not (event is None and tombstones):
-            what = "null" if event is None else type(event).__name__
-            message = f"expected a JSON object, found {what}: {_clip(line)}"
+            message = not_an_object_message(event, line)
             if not skip:
                 result.error = (line_no, message, None)
                 break

@@ -175,8 +175,7 @@ class JsonlReader(RowReader):
                     if row is None and tombstones:
                         yield None
                         continue
-                    what = "null" if row is None else type(row).__name__
-                    self.bad_record(InputError(f"expected a JSON object, found {what}: {_clip(line)}"))
+                    self.bad_record(InputError(not_an_object_message(row, line)))
                     continue
                 yield row
 
@@ -194,6 +193,12 @@ def bad_line_message(line: bytes) -> str:
         truncated = text.lstrip().startswith("{") and not text.endswith("}")
         return f"invalid JSON{' (truncated line?)' if truncated else ''}: {exc}: {_clip(line)}"
     return f"invalid JSON: {_clip(line)}"
+
+
+def not_an_object_message(value: Any, line: bytes) -> str:
+    """Why a line that is JSON is not a record: the one wording for every JSONL path."""
+    what = "null" if value is None else type(value).__name__
+    return f"expected a JSON object, found {what}: {_clip(line)}"
 
 
 def _clip(line: bytes, limit: int = 80) -> str:

@@ -23,7 +23,7 @@ from cdc.core.convert import read_kind
 from cdc.core.errors import InputError, Location
 from cdc.core.kinds import KIND_BY_TEXT
 from cdc.core.state import KeyedState
-from cdc.formats.jsonl import _clip, _loads_exact, bad_line_message, has_long_digit_run
+from cdc.formats.jsonl import _loads_exact, bad_line_message, has_long_digit_run, not_an_object_message
 from cdc.formats.kernel import KINDS, _kernel, available
 
 Reject = Callable[[InputError, str], None]
@@ -132,8 +132,7 @@ class KeyedLines:
             return None
         if type(row) is not dict:
             self.records += 1
-            what = "null" if row is None else type(row).__name__
-            self._bad(InputError(f"expected a JSON object, found {what}: {_clip(line)}"), where, line, reject)
+            self._bad(InputError(not_an_object_message(row, line)), where, line, reject)
             return None
         return row
 
