@@ -27,7 +27,7 @@ def _bad_rows(
     batch: Any, invalid: Any, where: Callable[[int], Location], reject: Any, error: Callable[[Any], InputError]
 ) -> Any:
     """Raise for the first invalid row, or reject every one; returns the mask of rows to keep."""
-    import pyarrow.compute as pc
+    from cdc.formats import arrow_compute as pc
 
     rows = pc.indices_nonzero(invalid).to_pylist()
     for i in rows:
@@ -41,7 +41,7 @@ def _bad_rows(
 
 
 def _count(counts: Counts, kinds: Any) -> None:
-    import pyarrow.compute as pc
+    from cdc.formats import arrow_compute as pc
 
     for item in pc.value_counts(kinds).to_pylist():
         if item["values"] is not None:
@@ -50,7 +50,8 @@ def _count(counts: Counts, kinds: Any) -> None:
 
 def from_changelog_batches(spec: FromChangelogSpec, counts: Counts) -> BatchConverter:
     import pyarrow as pa
-    import pyarrow.compute as pc
+
+    from cdc.formats import arrow_compute as pc
 
     codes = list(spec.mapping)
     kinds = pa.array([spec.mapping[c].value for c in codes], pa.string())
@@ -97,7 +98,7 @@ def from_changelog_batches(spec: FromChangelogSpec, counts: Counts) -> BatchConv
             names=[kc, *spec.keys, *rest],
         )
         if keep is not None:
-            out = out.filter(keep)
+            out = pc.filter(out, keep)
         _count(counts, out.column(0))
         return out
 
@@ -106,7 +107,8 @@ def from_changelog_batches(spec: FromChangelogSpec, counts: Counts) -> BatchConv
 
 def to_changelog_batches(spec: ToChangelogSpec, counts: Counts) -> BatchConverter:
     import pyarrow as pa
-    import pyarrow.compute as pc
+
+    from cdc.formats import arrow_compute as pc
 
     spellings = list(KIND_BY_TEXT)
     spelling_set = pa.array(spellings, pa.string())
@@ -144,8 +146,8 @@ def to_changelog_batches(spec: ToChangelogSpec, counts: Counts) -> BatchConverte
         mapped = pc.is_valid(code)
         mapped_and_valid = mapped if keep is None else pc.and_(keep, mapped)
         counts.dropped += pc.sum(pc.and_(pc.is_valid(index), pc.invert(mapped))).as_py() or 0
-        _count(counts, kind.filter(mapped_and_valid))
-        return out.filter(mapped_and_valid)
+        _count(counts, pc.filter(kind, mapped_and_valid))
+        return pc.filter(out, mapped_and_valid)
 
     return convert
 
