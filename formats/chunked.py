@@ -9,7 +9,6 @@ Small inputs are converted in-process with the same chunk loop.
 from __future__ import annotations
 
 import mmap
-import multiprocessing
 import os
 import threading
 from collections import Counter
@@ -343,7 +342,7 @@ def keep_heap_memory() -> None:
 
 
 def parallel_ok() -> bool:
-    return (os.cpu_count() or 1) >= 2 and "fork" in multiprocessing.get_all_start_methods()
+    return (os.cpu_count() or 1) >= 2 and hasattr(os, "fork")  # multiprocessing's "fork" needs it
 
 
 def convert_stream(
@@ -411,6 +410,8 @@ def _in_order(
 ) -> Iterator[tuple[ChunkResult, Any]]:
     """Results of ``work`` over ``tasks`` from forked workers, in task order, with at most
     ``IN_FLIGHT`` tasks read ahead; the pool is shut down cleanly however the caller stops."""
+    import multiprocessing  # 7 ms of start-up, spent only when a big input is split
+
     global _WORKER, _SLOTS
     _WORKER = (converter, skip)  # inherited through fork, never pickled
     _SLOTS = mmap.mmap(-1, IN_FLIGHT * SLOT_BYTES)  # anonymous and shared; pages used on touch

@@ -13,7 +13,9 @@ from typing import Any
 
 from typer.testing import CliRunner
 
-from cdc.cli.app import app
+from cdc.cli.app import build_app
+
+app = build_app()
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"

@@ -13,7 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from cdc.cli.app import app
+from cdc.cli.app import build_app
+
+app = build_app()
 
 SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 KIND_WORDS = ["+I", "-U", "+U", "-D", "INSERT", "UPDATE_BEFORE", "UPDATE_AFTER", "DELETE", "c", "u", "d", "r", "t", "m"]

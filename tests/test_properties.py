@@ -13,12 +13,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from cdc.cli.app import app
+from cdc.cli.app import build_app
 from cdc.core.convert import FromChangelogSpec, ToChangelogSpec, from_changelog, to_changelog
 from cdc.core.kinds import UPDATE_BEFORE
 from cdc.core.mapping import is_upsert_mapping, reverse_mapping
 from cdc.core.presets import PRESETS
 from cdc.core.stats import Counts
+
+app = build_app()
 
 KINDS = ["+I", "-U", "+U", "-D"]
 texts = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=8)  # unicode, no surrogates
