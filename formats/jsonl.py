@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
+import re
 from collections.abc import Iterable, Iterator
 from decimal import Decimal
 from typing import Any, BinaryIO
@@ -14,6 +16,7 @@ from cdc.core.errors import InputError, Location
 from cdc.formats.base import Reject, Row, RowReader
 
 BOM = b"\xef\xbb\xbf"
+_SURROGATE = re.compile("[\ud800-\udfff]")
 CHUNK_BYTES = 1 << 20
 # orjson turns integers beyond 64 bits into floats; a chunk with such a digit run is parsed with
 # the exact standard-library parser instead. translate + find is a C-speed scan (a regex over
@@ -60,17 +63,38 @@ def _not_json(constant: str) -> Any:
 def _number(text: str) -> float | Decimal:
     """A float literal with more significant digits than a double holds stays exact (Decimal,
     written back verbatim); ordinary ones stay floats, as on orjson's path."""
+    as_float = float(text)
+    if math.isinf(as_float):
+        raise ValueError("number is infinity when parsed as double")
     mantissa = text.lstrip("-").split("e")[0].split("E")[0].replace(".", "").lstrip("0")
-    return float(text) if len(mantissa) <= 17 else Decimal(text)
+    return as_float if len(mantissa) <= 17 else Decimal(text)
 
 
 def _loads_exact(line: bytes | str) -> Any:
     """orjson stops at 64-bit integers and double precision; the standard library keeps larger
     integers exact, and ``_number`` long float literals.
 
-    NaN and Infinity are rejected here too, as orjson rejects them: they are not JSON.
+    Otherwise it accepts exactly what orjson accepts, so a line is good or bad whichever parser
+    its chunk gets: NaN, Infinity, numbers beyond a double's range and unpaired ``\\u``
+    surrogates are refused, and bytes are UTF-8 (``json.loads`` would guess UTF-16 and drop a
+    byte order mark).
     """
-    return json.loads(line, parse_constant=_not_json, parse_float=_number)
+    text = line.decode("utf-8") if isinstance(line, bytes) else line
+    value = json.loads(text, parse_constant=_not_json, parse_float=_number)
+    if "\\u" in text and _has_lone_surrogate(value):
+        raise ValueError("unpaired surrogate in a \\u escape")
+    return value
+
+
+def _has_lone_surrogate(value: Any) -> bool:
+    """Paired escapes decode to one character; what is left in U+D800..U+DFFF stood alone."""
+    if isinstance(value, str):
+        return _SURROGATE.search(value) is not None
+    if isinstance(value, dict):
+        return any(_has_lone_surrogate(k) or _has_lone_surrogate(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_lone_surrogate(v) for v in value)
+    return False
 
 
 def encode_default(value: Any) -> Any:

@@ -175,3 +175,20 @@ def test_stdin_and_gzip_take_the_chunk_pool_and_agree_with_the_file(big_file: Pa
     first_line = by_file.stderr.decode().split(str(big_file))[-1]
     assert first_line.startswith(":7919: ")  # the same line numbers on every path
     assert by_stdin.stderr.decode().split("<stdin>")[-1].startswith(":7919: ")
+
+
+@pytest.mark.parametrize(
+    "bad_value",
+    [rb'"\ud800"', rb'"\udc00 alone"', b"1e400", b"-2E999", b'"\xed\xa0\x80"'],
+    ids=["high surrogate", "low surrogate", "infinite", "negative infinite", "UTF-8 surrogate"],
+)
+def test_a_bad_line_is_bad_whichever_parser_its_chunk_gets(tmp_path: Path, bad_value: bytes) -> None:
+    # A 25-digit integer anywhere in a chunk sends every line of it to the exact
+    # (standard-library) parser instead of orjson; the two must agree on what is JSON.
+    # (materialize without --key reads rows on the general path, a chunk at a time.)
+    path = tmp_path / "in.jsonl"
+    for first in (b'{"op":"+I","id":1}', b'{"op":"+I","id":1234567890123456789012345}'):
+        path.write_bytes(first + b'\n{"op":"+I","id":2,"v":' + bad_value + b"}\n")
+        result = invoke(["materialize", path])
+        assert result.exit_code == 3, (first, result.stderr)
+        assert f"{path}:2: invalid".encode() in result.stderr_bytes
