@@ -16,7 +16,7 @@ from cdc.core.errors import InputError, Location
 from cdc.formats.base import Reject, Row, RowReader
 
 BOM = b"\xef\xbb\xbf"
-_SURROGATE = re.compile("[\ud800-\udfff]")
+_ESCAPE = re.compile(r"\\(?:u([0-9a-fA-F]{4})|.)", re.DOTALL)
 CHUNK_BYTES = 1 << 20
 # orjson turns integers beyond 64 bits into floats; a chunk with such a digit run is parsed with
 # the exact standard-library parser instead. translate + find is a C-speed scan (a regex over
@@ -81,20 +81,29 @@ def _loads_exact(line: bytes | str) -> Any:
     """
     text = line.decode("utf-8") if isinstance(line, bytes) else line
     value = json.loads(text, parse_constant=_not_json, parse_float=_number)
-    if "\\u" in text and _has_lone_surrogate(value):
+    if "\\u" in text and _has_unpaired_surrogate(text):
         raise ValueError("unpaired surrogate in a \\u escape")
     return value
 
 
-def _has_lone_surrogate(value: Any) -> bool:
-    """Paired escapes decode to one character; what is left in U+D800..U+DFFF stood alone."""
-    if isinstance(value, str):
-        return _SURROGATE.search(value) is not None
-    if isinstance(value, dict):
-        return any(_has_lone_surrogate(k) or _has_lone_surrogate(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(_has_lone_surrogate(v) for v in value)
-    return False
+def _has_unpaired_surrogate(text: str) -> bool:
+    """Whether a ``\\uD800``-``\\uDFFF`` escape in valid JSON text lacks its other half.
+
+    Read from the text, not the parsed value: a repeated key can drop the string that had it.
+    In valid JSON every backslash starts an escape, so the escapes tokenize from the start.
+    """
+    awaiting_low_at = -1  # where the low half of the last high surrogate has to start
+    for escape in _ESCAPE.finditer(text):
+        unit = int(escape[1], 16) if escape[1] else -1
+        if awaiting_low_at >= 0:
+            if escape.start() != awaiting_low_at or not 0xDC00 <= unit <= 0xDFFF:
+                return True
+            awaiting_low_at = -1
+        elif 0xD800 <= unit <= 0xDBFF:
+            awaiting_low_at = escape.end()
+        elif 0xDC00 <= unit <= 0xDFFF:
+            return True
+    return awaiting_low_at >= 0
 
 
 def encode_default(value: Any) -> Any:
