@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, BinaryIO
 
@@ -106,13 +105,14 @@ class ParquetWriter:
 
     def _flush(self) -> None:
         import pyarrow as pa
-        import pyarrow.parquet as pq
+
+        from cdc.formats.parquet_threads import ThreadedParquetWriter
 
         rows = self._buffer
         names = self._columns.names
         if self._schema is None:
             self._schema = pa.schema([pa.field(n, self._infer(n, rows)) for n in names])
-            self._writer = pq.ParquetWriter(_Sink(self._stream), self._schema)
+            self._writer = ThreadedParquetWriter(self._stream, self._schema)
         arrays = []
         for field in self._schema:
             values = [r.get(field.name) for r in rows]
@@ -144,28 +144,3 @@ class ParquetWriter:
         if self._writer is not None:
             self._writer.close()
         self._stream.flush()
-
-
-class _Sink(io.RawIOBase):
-    """A write-only, position-tracking view, so Parquet can stream to a pipe."""
-
-    def __init__(self, stream: BinaryIO):
-        self._stream = stream
-        self._pos = 0
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, data: Any) -> int:
-        n = self._stream.write(data)
-        self._pos += n if n is not None else len(data)
-        return n if n is not None else len(data)
-
-    def tell(self) -> int:
-        return self._pos
-
-    def flush(self) -> None:
-        self._stream.flush()
-
-    def close(self) -> None:  # the Output owns the stream
-        pass

@@ -155,9 +155,9 @@ def to_changelog_batches(spec: ToChangelogSpec, counts: Counts) -> BatchConverte
 class BatchWriter:
     """Record batches to Parquet or CSV; the first batch fixes the schema.
 
-    Encoding and compressing a batch (pyarrow, without the GIL) runs on a thread of its own
-    while the next batch is read and converted: the two halves take about as long, so a file
-    is written in about half the time. At most one batch waits, so memory stays flat.
+    Writing a batch (pyarrow, without the GIL) runs on a thread of its own while the next batch
+    is read and converted; Parquet spreads its encoding over more threads still
+    (``ThreadedParquetWriter``). At most one batch waits here, so memory stays flat.
     """
 
     def __init__(self, stream: BinaryIO, fmt: str):
@@ -207,11 +207,9 @@ class BatchWriter:
 
     def _open(self, schema: Any) -> Any:
         if self._fmt == "parquet":
-            import pyarrow.parquet as pq
+            from cdc.formats.parquet_threads import ThreadedParquetWriter
 
-            from cdc.formats.parquet import _Sink
-
-            return pq.ParquetWriter(_Sink(self._stream), schema)
+            return ThreadedParquetWriter(self._stream, schema)
         import pyarrow.csv as pacsv
 
         delimiter = "\t" if self._fmt == "tsv" else ","

@@ -1,0 +1,116 @@
+"""A Parquet file whose row groups are encoded on several threads at once.
+
+pyarrow encodes a file's column chunks on one thread (its writer's ``use_threads`` is not
+exposed), and encoding is most of a Parquet-to-Parquet run. A row group's bytes do not depend
+on where in the file it lands; only the footer holds absolute offsets. So each batch is
+encoded by pyarrow as a small Parquet file of its own, on a pool thread (pyarrow drops the
+GIL); its row group bytes are appended to the output in batch order, and its footer entry,
+moved by the offset it landed at, goes into the one footer written at the end. The result is
+byte for byte the file one ``pyarrow.parquet.ParquetWriter`` writes from the same batches.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, BinaryIO
+
+from cdc.formats import thrift
+from cdc.formats.thrift import I16, I64, LIST, STRUCT
+
+MAGIC = b"PAR1"
+# Field ids in parquet.thrift holding absolute file offsets.
+FILE_NUM_ROWS, FILE_ROW_GROUPS = 3, 4
+GROUP_COLUMNS, GROUP_FILE_OFFSET, GROUP_ORDINAL = 1, 5, 7
+CHUNK_FILE_OFFSET, CHUNK_META, CHUNK_OFFSET_INDEX, CHUNK_COLUMN_INDEX = 2, 3, 4, 6
+META_OFFSETS = (9, 10, 11, 14)  # data, index and dictionary page; bloom filter
+
+
+def _encoded(schema: Any, batch: Any | None) -> memoryview:
+    """A Parquet file holding ``batch`` as its one row group (no row group for None)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    sink = pa.BufferOutputStream()
+    with pq.ParquetWriter(sink, schema) as writer:
+        if batch is not None:
+            writer.write_batch(batch)
+    return memoryview(sink.getvalue())
+
+
+class ThreadedParquetWriter:
+    """``write_batch`` and ``close``, like ``pyarrow.parquet.ParquetWriter`` on a stream that
+    need not seek (a pipe). At most ``threads + 1`` batches are in flight, so memory stays flat."""
+
+    def __init__(self, stream: BinaryIO, schema: Any, threads: int | None = None):
+        self._stream = stream
+        self._schema = schema
+        threads = threads or min(4, os.cpu_count() or 1)
+        self._pool = ThreadPoolExecutor(threads, thread_name_prefix="cdc-parquet")
+        self._pending: deque[Future[memoryview]] = deque()
+        self._most_pending = threads + 1
+        self._position = 0
+        self._footer: thrift.Struct = []
+        self._row_groups: list[thrift.Struct] = []
+        self._rows = 0
+
+    def write_batch(self, batch: Any) -> None:
+        if batch.schema != self._schema:
+            raise ValueError(f"batch schema {batch.schema} is not the file's {self._schema}")
+        self._pending.append(self._pool.submit(_encoded, self._schema, batch))
+        while len(self._pending) > self._most_pending:
+            self._append(self._pending.popleft().result())
+
+    def close(self) -> None:
+        try:
+            while self._pending:
+                self._append(self._pending.popleft().result())
+        finally:
+            self._pool.shutdown(cancel_futures=True)
+        if not self._position:  # no batch: the schema and no row groups
+            self._append(_encoded(self._schema, None))
+        footer = thrift.with_field(self._footer, FILE_NUM_ROWS, I64, self._rows)
+        footer = thrift.with_field(footer, FILE_ROW_GROUPS, LIST, (STRUCT, self._row_groups))
+        encoded = thrift.write_struct(footer)
+        self._stream.write(encoded + len(encoded).to_bytes(4, "little") + MAGIC)
+
+    def _append(self, encoded: memoryview) -> None:
+        footer_size = int.from_bytes(encoded[-8:-4], "little")
+        footer_at = len(encoded) - 8 - footer_size
+        if encoded[:4] != MAGIC or encoded[-4:] != MAGIC or footer_at < 4:
+            raise thrift.ThriftError("pyarrow wrote something that is not a Parquet file")
+        footer, _ = thrift.read_struct(bytes(encoded[footer_at:-8]))
+        if not self._position:
+            self._stream.write(MAGIC)
+            self._position = len(MAGIC)
+            self._footer = footer
+        shift = self._position - len(MAGIC)
+        for group in thrift.field(footer, FILE_ROW_GROUPS, (STRUCT, []))[1]:
+            self._row_groups.append(_moved(group, shift, ordinal=len(self._row_groups)))
+        self._rows += thrift.field(footer, FILE_NUM_ROWS, 0)
+        self._stream.write(encoded[len(MAGIC) : footer_at])
+        self._position += footer_at - len(MAGIC)
+
+
+def _moved(group: thrift.Struct, shift: int, ordinal: int) -> thrift.Struct:
+    """A row group's footer entry for its bytes moved ``shift`` bytes further into the file."""
+    chunks = []
+    for chunk in thrift.field(group, GROUP_COLUMNS)[1]:
+        if thrift.field(chunk, CHUNK_OFFSET_INDEX) is not None or thrift.field(chunk, CHUNK_COLUMN_INDEX) is not None:
+            # Page indexes sit after all row groups and hold offsets of their own; the writer
+            # options used here never write them.
+            raise thrift.ThriftError("a row group with a page index cannot be moved")
+        meta = _shifted(thrift.field(chunk, CHUNK_META), META_OFFSETS, shift)
+        chunk = thrift.with_field(chunk, CHUNK_META, STRUCT, meta)
+        chunks.append(_shifted(chunk, (CHUNK_FILE_OFFSET,), shift))
+    group = _shifted(thrift.with_field(group, GROUP_COLUMNS, LIST, (STRUCT, chunks)), (GROUP_FILE_OFFSET,), shift)
+    if thrift.field(group, GROUP_ORDINAL) is not None:
+        group = thrift.with_field(group, GROUP_ORDINAL, I16, ordinal)
+    return group
+
+
+def _shifted(fields: thrift.Struct, fids: tuple[int, ...], shift: int) -> thrift.Struct:
+    # 0 is no offset (the file's first bytes are its magic): Arrow writes it for the deprecated
+    # ColumnChunk.file_offset and for the data page offset of an empty row group.
+    return [(fid, kind, value + shift if fid in fids and value else value) for fid, kind, value in fields]
