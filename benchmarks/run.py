@@ -168,6 +168,7 @@ def main() -> None:
     parser.add_argument("sizes", nargs="*", type=int, default=[300_000])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--data", type=Path, default=HERE / "data")
+    parser.add_argument("--case", action="append", default=[], help="run only cases whose title contains this")
     args = parser.parse_args()
     tmp = args.data / "out"
     tmp.mkdir(parents=True, exist_ok=True)
@@ -184,6 +185,8 @@ def main() -> None:
         if not (args.data / f"changelog-{n}.parquet").exists():
             subprocess.run([sys.executable, str(HERE / "generate.py"), str(n), str(args.data)], check=True)
         for title, rows, tools in cases(args.data, n, tmp):
+            if args.case and not any(c in title for c in args.case):
+                continue
             runs: dict[str, list[tuple[float, int]]] = {name: [] for name, _, _ in tools}
             for _ in range(args.repeat):
                 for name, cmd, stdout in tools:
@@ -197,9 +200,10 @@ def main() -> None:
                 lines.append(f"| {title} | {name} | {wall:.2f} | {rows / wall:,.0f} | {peak:.0f} | {ratio} |")
                 print(lines[-1], flush=True)
     report = "\n".join(lines) + "\n"
-    results = HERE / "results"
-    results.mkdir(exist_ok=True)
-    (results / "latest.md").write_text(report)
+    if not args.case:  # a partial run does not replace the full table
+        results = HERE / "results"
+        results.mkdir(exist_ok=True)
+        (results / "latest.md").write_text(report)
     print("\n" + report)
 
 
