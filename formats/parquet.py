@@ -23,7 +23,10 @@ class ParquetReader(RowReader):
 
         try:
             if path is not None:
-                self._file = pq.ParquetFile(path, memory_map=True)
+                # Read through a 1 MB buffer, not pre-buffered whole row groups or a memory map:
+                # either keeps memory growing with the row groups or the file (85 → 140 MB from
+                # 1.6M to 9.7M rows), at the same speed.
+                self._file = pq.ParquetFile(path, buffer_size=1 << 20, pre_buffer=False)
             else:
                 # A Parquet footer is at the end: stdin has to be buffered whole.
                 assert stream is not None

@@ -180,7 +180,14 @@ def test_stdin_and_gzip_take_the_chunk_pool_and_agree_with_the_file(big_file: Pa
 @pytest.mark.parametrize(
     "bad_value",
     [rb'"\ud800"', rb'"\udc00 alone"', rb'"\ud800", "v": 1', b"1e400", b"-2E999", b'"\xed\xa0\x80"'],
-    ids=["high surrogate", "low surrogate", "surrogate under a repeated key", "infinite", "-infinite", "UTF-8 surrogate"],
+    ids=[
+        "high surrogate",
+        "low surrogate",
+        "surrogate under a repeated key",
+        "infinite",
+        "-infinite",
+        "UTF-8 surrogate",
+    ],
 )
 def test_a_bad_line_is_bad_whichever_parser_its_chunk_gets(tmp_path: Path, bad_value: bytes) -> None:
     # A 25-digit integer anywhere in a chunk sends every line of it to the exact
