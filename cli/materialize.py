@@ -9,7 +9,15 @@ import typer
 
 from cdc.cli import options as o
 from cdc.cli.errors import reported_errors, say
-from cdc.cli.pipeline import CHANGELOG_INPUTS, IOConfig, changelog_readers, read_all, read_line_chunks, write_rows
+from cdc.cli.pipeline import (
+    CHANGELOG_INPUTS,
+    IOConfig,
+    changelog_readers,
+    read_all,
+    read_line_chunks,
+    write_rows,
+    write_texts,
+)
 from cdc.cli.report import render_diff, report_findings, state_stats
 from cdc.core.compare import compare_tables
 from cdc.core.convert import split_changes
@@ -19,6 +27,7 @@ from cdc.core.state import Findings, KeyedState, Policy, TableState, new_state
 from cdc.core.timeorder import sort_key
 from cdc.core.versioned import VersionedState
 from cdc.formats.registry import open_inputs
+from cdc.formats.registry import output_format as format_of_output
 from cdc.formats.streams import STDIO
 
 STATE_PANEL = "State"
@@ -65,7 +74,11 @@ def build_state(
     dedup: bool,
     as_of: str | None = None,
     time_column: str | None = None,
-) -> tuple[TableState, int]:
+    as_texts: bool = False,
+) -> tuple[TableState, int, list[bytes] | None]:
+    """The state after every change, the number of records read, and — with ``as_texts``, when
+    the C kernel kept the whole table — its live rows as the JSON texts their changes wrote
+    (then the state holds the counts only)."""
     findings = Findings(policy)
     state: TableState
     if as_of is not None:
@@ -79,9 +92,9 @@ def build_state(
         from cdc.formats.keyed_lines import KeyedLines, available
 
         if available():  # JSON lines through the C kernel; the table comes out the same
-            lines = KeyedLines(state, kind_column)
+            lines = KeyedLines(state, kind_column, keep_texts=as_texts)
             if read_line_chunks(cfg, lines, CHANGELOG_INPUTS):
-                return state, lines.records
+                return state, lines.records, lines.texts()
 
     def consume(reader: Any, reject: Any) -> None:
         apply = state.apply
@@ -90,7 +103,7 @@ def build_state(
             apply(kind, image, where)
 
     reader, _ = read_all(cfg, consume, readers=changelog_readers(kind_column), input_choices=CHANGELOG_INPUTS)
-    return state, reader.records
+    return state, reader.records, None
 
 
 def table_rows(state: TableState, key: tuple[str, ...], sort: bool) -> list[Row] | Any:
@@ -169,23 +182,26 @@ def command(
             progress,
             command="materialize",
         )
-        state, read = build_state(
-            cfg, kind_column, keys, policy_of(on_inconsistency, strict), dedup, as_of, time_column
+        # JSON lines out, in insertion order, all columns: the kernel's rows can go out as read.
+        as_texts = not (expect or sort or cfg.columns) and format_of_output(cfg.output, cfg.output_format) == "jsonl"
+        state, read, texts = build_state(
+            cfg, kind_column, keys, policy_of(on_inconsistency, strict), dedup, as_of, time_column, as_texts
         )
-        rows = table_rows(state, keys, sort)
-        if expect is not None:
-            rows = list(rows)
+        diff = None
+        if texts is not None:
+            write_texts(cfg, texts)
+        elif expect is not None:
+            rows = list(table_rows(state, keys, sort))
             if output != STDIO:
                 write_rows(cfg, rows)
             expected_cfg = IOConfig([expect], input_format=None)
             expected = list(open_inputs(expected_cfg.paths, None))
             diff = compare_tables(rows, expected, keys)
         else:
-            write_rows(cfg, rows)
-            diff = None
+            write_rows(cfg, table_rows(state, keys, sort))
         report_findings("materialize", state.findings)
         if stats:
-            say("cdc: materialize: " + state_stats(state, read))
+            say("cdc: materialize: " + state_stats(state, read, live=None if texts is None else len(texts)))
         if diff is not None:
             render_diff(diff, expect or "")
             if not diff.equal:

@@ -301,11 +301,27 @@ def read_all(
 def write_rows(cfg: IOConfig, rows: Iterable[Row], reader: RowReader | None = None, title: str | None = None) -> None:
     """Write a finished table to ``-o`` (atomically) or stdout."""
     out_fmt = output_format(cfg.output, cfg.output_format)
-    out = Output(cfg.output)
-    try:
+    with _committed(cfg) as out:
         writer = make_writer(out, out_fmt, cfg, reader, title)
         writer.write_rows(rows)
         writer.close()
+
+
+def write_texts(cfg: IOConfig, texts: Sequence[bytes]) -> None:
+    """Write a finished table of rows that are JSON texts already, one per line."""
+    with _committed(cfg) as out:
+        stream = out.stream
+        for start in range(0, len(texts), 4096):
+            stream.write(b"\n".join(texts[start : start + 4096]) + b"\n")
+        stream.flush()
+
+
+@contextmanager
+def _committed(cfg: IOConfig) -> Iterator[Output]:
+    """``-o`` replaced only when everything was written (stdout: as it goes)."""
+    out = Output(cfg.output)
+    try:
+        yield out
         out.commit()
     except BaseException:
         out.abort()

@@ -21,9 +21,10 @@ def report_findings(command: str, findings: Findings) -> None:
         say(f"  … {findings.total - len(findings.examples)} more; --strict stops at the first")
 
 
-def state_stats(state: TableState, read: int) -> str:
+def state_stats(state: TableState, read: int, live: int | None = None) -> str:
+    """``live``: the number of rows when they were kept outside the state (as texts)."""
     kinds = ", ".join(f"{k} {state.by_kind[k]}" for k in ("+I", "-U", "+U", "-D") if state.by_kind.get(k))
-    text = f"read {read} changes ({kinds}); {len(state)} live rows"
+    text = f"read {read} changes ({kinds}); {len(state) if live is None else live} live rows"
     keys = getattr(state, "key", None)
     if keys:
         text += f" by key {', '.join(keys)}"

@@ -364,3 +364,29 @@ def test_strict_state_raises_with_location() -> None:
     state = KeyedState(["id"], Findings(Policy.fail))
     with pytest.raises(InconsistencyError, match="-D of a key that does not exist"):
         state.apply("-D", {"id": 1})
+
+
+def test_keyed_json_lines_out_keep_values_as_written(tmp_path: Path) -> None:
+    log = tmp_path / "log.jsonl"
+    log.write_text(
+        '{"op":"+I","id":1,"price":12.00,"name":"caf\\u00e9"}\n'
+        '{"op":"+I","id":2,"price":1E2,"name":"b"}\n'
+        '{"op":"-U","id":2,"price":1E2,"name":"b"}\n'
+        '{"op":"+U","id":2, "price":3.10 ,"name":"b"}\n'
+    )
+    result = invoke(["materialize", log, "--key", "id", "--stats"])
+    assert result.stdout.splitlines() == [
+        '{"id":1,"price":12.00,"name":"caf\\u00e9"}',  # the scale and the escape as the change wrote them
+        '{"id":2,"price":3.10,"name":"b"}',  # compact, like every JSONL to JSONL conversion
+    ]
+    assert "2 live rows" in result.stderr
+    # Sorted, or not JSON lines: rows are values again (the same JSON, written by orjson).
+    assert invoke(["materialize", log, "--key", "id", "--sort"]).stdout.splitlines()[0] == (
+        '{"id":1,"price":12.0,"name":"café"}'
+    )
+    invoke(["materialize", log, "--key", "id", "-o", tmp_path / "t.csv"])
+    assert (tmp_path / "t.csv").read_text().splitlines()[1] == "1,12.0,café"
+    # A finding moves the table to the general state: values as parsed, the same JSON.
+    log.write_text(log.read_text() + '{"op":"+I","id":1,"price":1.50,"name":"x"}\n')
+    result = invoke(["materialize", log, "--key", "id"])
+    assert result.stdout.splitlines() == ['{"id":1,"price":1.5,"name":"x"}', '{"id":2,"price":3.1,"name":"b"}']
