@@ -958,7 +958,28 @@ done:
     return result_obj;
 }
 
+/* count_lines(chunk) -> the number of "\n" bytes, eight at a time (bytes.count looks at one
+ * byte per step: most of the time the reading thread of materialize spent on a chunk). */
+static PyObject *count_lines(PyObject *self, PyObject *arg) {
+    Py_buffer b;
+    if (PyObject_GetBuffer(arg, &b, PyBUF_SIMPLE) < 0) return NULL;
+    const unsigned char *p = b.buf;
+    Py_ssize_t n = b.len, i = 0, count = 0;
+    const uint64_t low7 = 0x7f7f7f7f7f7f7f7fULL, newlines = 0x0a0a0a0a0a0a0a0aULL, ones = 0x0101010101010101ULL;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, p + i, 8);
+        w ^= newlines;                                /* a newline byte is now 0 */
+        w = ~(((w & low7) + low7) | w | low7);        /* 0x80 in each byte that was 0, else 0 */
+        count += (Py_ssize_t)(((w >> 7) * ones) >> 56); /* the sum of those bits */
+    }
+    for (; i < n; i++) count += p[i] == '\n';
+    PyBuffer_Release(&b);
+    return PyLong_FromSsize_t(count);
+}
+
 static PyMethodDef methods[] = {
+    {"count_lines", count_lines, METH_O, "The number of newline bytes in a buffer."},
     {"columns", columns, METH_VARARGS, "Move one column of each JSON line to the front, mapped."},
     {"debezium", debezium, METH_VARARGS, "Debezium change events → changelog rows."},
     {"keyed", keyed, METH_VARARGS, "Apply changelog lines to an upsert table of row bytes."},

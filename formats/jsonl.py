@@ -29,6 +29,14 @@ def has_long_digit_run(chunk: bytes) -> bool:
     return chunk.translate(_DIGITS_TO_ZERO).find(_TWENTY_ZEROS) >= 0
 
 
+try:
+    from cdc.formats._kernel import count_lines  # 4x bytes.count
+except ImportError:  # pragma: no cover - installed without a C compiler
+
+    def count_lines(chunk: bytes) -> int:
+        return chunk.count(b"\n")
+
+
 def read_chunks(stream: BinaryIO, size: int = CHUNK_BYTES) -> Iterator[tuple[bytes, int]]:
     """Line-aligned chunks with the number of their first line.
 
@@ -53,7 +61,7 @@ def read_chunks(stream: BinaryIO, size: int = CHUNK_BYTES) -> Iterator[tuple[byt
             chunk = chunk[3:]
         first = False
         yield chunk, line
-        line += chunk.count(b"\n")
+        line += count_lines(chunk)
 
 
 def _not_json(constant: str) -> Any:

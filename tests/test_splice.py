@@ -299,3 +299,13 @@ def test_the_kernel_accepts_only_what_orjson_accepts(data: bytes, skip: bool) ->
         [],
         skip,
     )
+
+
+@SETTINGS
+@given(data=st.binary(max_size=100).map(lambda b: b.replace(b"\x00", b"\n")))
+def test_the_kernel_counts_lines_as_bytes_count_does(data: bytes) -> None:
+    from cdc.formats import _kernel
+
+    # Line numbers of every later chunk in error messages depend on it.
+    assert _kernel.count_lines(data) == data.count(b"\n")
+    assert _kernel.count_lines(data * 9) == data.count(b"\n") * 9
