@@ -260,7 +260,14 @@ static ptr members_of(ptr p, ptr end, Members *out) {
     }
 }
 
-static int span_is(ptr s, ptr e, const char *text, Py_ssize_t n) { return e - s == n && !memcmp(s, text, (size_t)n); }
+/* Spans compared are keys and codes, a few bytes that differ early: a loop beats a memcmp call
+ * (which was a sixth of the time spent parsing a changelog line). */
+static int span_is(ptr s, ptr e, const char *text, Py_ssize_t n) {
+    if (e - s != n) return 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (s[i] != (unsigned char)text[i]) return 0;
+    return 1;
+}
 
 /* Copy a validated value without the whitespace between its tokens (safe without the GIL). */
 static int put_compact_raw(Out *o, ptr p, ptr end) {
@@ -687,127 +694,357 @@ static int change_spec(ChangeSpec *cs, Py_buffer *kind_key, PyObject *spellings,
 
 /* One line → its kind (0..3), key (values joined by ',') and row without the kind column, compact.
  * 1: a plain change; 0: declined; -1: out of memory. Touches no Python object (no GIL needed). */
-static int parse_change(ptr p, ptr line_end, const ChangeSpec *cs, Members *ms, int *kind, Out *key, Out *image) {
+/* A plain change: ms holds its members, *kind its kind, at[] where its kind and key members
+ * are. 0: declined (not an object, an escaped or repeated key, an unknown kind, a key that is
+ * not an integer or a plain string). */
+typedef struct {
+    int kind, at_kind, at_key[MAX_KEYS];
+} Change;
+
+static int read_change(ptr p, ptr line_end, const ChangeSpec *cs, Members *ms, Change *c) {
     if (!line_object(p, line_end, ms) || any_key_escaped(ms) || has_repeated_keys(ms)) return 0;
-    int at_kind = find_key(ms, cs->kind_key, cs->kind_len);
-    if (at_kind < 0 || ms->m[at_kind].val_escaped) return 0;
-    *kind = -1;
-    for (int i = 0; i < cs->n_spellings && *kind < 0; i++)
-        if (span_is(ms->m[at_kind].val, ms->m[at_kind].val_end, cs->spelling[i], cs->spelling_len[i]))
-            *kind = cs->spelling_kind[i];
-    if (*kind < 0) return 0;
-    key->len = 0;
+    c->at_kind = find_key(ms, cs->kind_key, cs->kind_len);
+    if (c->at_kind < 0 || ms->m[c->at_kind].val_escaped) return 0;
+    c->kind = -1;
+    for (int i = 0; i < cs->n_spellings && c->kind < 0; i++)
+        if (span_is(ms->m[c->at_kind].val, ms->m[c->at_kind].val_end, cs->spelling[i], cs->spelling_len[i]))
+            c->kind = cs->spelling_kind[i];
+    if (c->kind < 0) return 0;
     for (int i = 0; i < cs->n_keys; i++) {
-        int at = find_key(ms, cs->key[i], cs->key_len[i]);
-        if (at < 0 || !plain_key_value(&ms->m[at])) return 0;
-        if ((i && out_put_raw(key, ",", 1) < 0) || out_put_raw(key, ms->m[at].val, ms->m[at].val_end - ms->m[at].val) < 0)
-            return -1;
+        c->at_key[i] = find_key(ms, cs->key[i], cs->key_len[i]);
+        if (c->at_key[i] < 0 || !plain_key_value(&ms->m[c->at_key[i]])) return 0;
     }
-    image->len = 0;
-    if (out_put_raw(image, "{", 1) < 0) return -1;
+    return 1;
+}
+
+/* The key: its members' values as written, joined by ','. */
+static int put_key(Out *o, const ChangeSpec *cs, const Members *ms, const Change *c) {
+    for (int i = 0; i < cs->n_keys; i++) {
+        const Member *m = &ms->m[c->at_key[i]];
+        if ((i && out_put_raw(o, ",", 1) < 0) || out_put_raw(o, m->val, m->val_end - m->val) < 0) return -1;
+    }
+    return 0;
+}
+
+/* The row without the kind member, compact. Members already written compactly one after the
+ * other (the usual line) are copied as one run. */
+static int put_image(Out *o, const Members *ms, int at_kind) {
+    if (out_put_raw(o, "{", 1) < 0) return -1;
     int first = 1;
-    for (int i = 0; i < ms->n; i++) {
+    for (int i = 0; i < ms->n;) {
         const Member *m = &ms->m[i];
-        if (i == at_kind) continue;
-        if ((!first && out_put_raw(image, ",", 1) < 0) || out_put_raw(image, m->key, m->key_end - m->key) < 0 ||
-            out_put_raw(image, ":", 1) < 0)
-            return -1;
+        if (i == at_kind) {
+            i++;
+            continue;
+        }
+        if (!first && out_put_raw(o, ",", 1) < 0) return -1;
         first = 0;
-        if (*m->val == '{' || *m->val == '[' ? put_compact_raw(image, m->val, m->val_end) < 0
-                                              : out_put_raw(image, m->val, m->val_end - m->val) < 0)
+        if (m->val == m->key_end + 1 && *m->val != '{' && *m->val != '[') { /* "key":value */
+            int j = i;
+            while (j + 1 < ms->n && j + 1 != at_kind) { /* and ,"key":value right after it */
+                const Member *next = &ms->m[j + 1];
+                if (next->key != ms->m[j].val_end + 1 || next->val != next->key_end + 1 || *next->val == '{' ||
+                    *next->val == '[')
+                    break;
+                j++;
+            }
+            if (out_put_raw(o, m->key, ms->m[j].val_end - m->key) < 0) return -1;
+            i = j + 1;
+            continue;
+        }
+        if (out_put_raw(o, m->key, m->key_end - m->key) < 0 || out_put_raw(o, ":", 1) < 0) return -1;
+        if (*m->val == '{' || *m->val == '[' ? put_compact_raw(o, m->val, m->val_end) < 0
+                                              : out_put_raw(o, m->val, m->val_end - m->val) < 0)
             return -1;
+        i++;
     }
-    return out_put_raw(image, "}", 1) < 0 ? -1 : 1;
+    return out_put_raw(o, "}", 1);
+}
+
+/* One line as a change: 1 with *kind, the key and the image written; 0: declined; -1: out of
+ * memory. */
+static int parse_change(ptr p, ptr line_end, const ChangeSpec *cs, Members *ms, int *kind, Out *key, Out *image) {
+    Change c;
+    if (!read_change(p, line_end, cs, ms, &c)) return 0;
+    *kind = c.kind;
+    key->len = image->len = 0;
+    if (put_key(key, cs, ms, &c) < 0 || put_image(image, ms, c.at_kind) < 0) return -1;
+    return 1;
 }
 
 typedef struct {
     Py_ssize_t counts[4], retract, upsert;
 } Applied;
 
-/* Apply one change to rows/retracted like an upsert table. 1: applied; 0: declined (it would raise
- * a finding: an insert of a stored key, a retraction of an absent row, a -U unlike the stored
- * row); -1: a Python error. */
-static int apply_change(PyObject *rows, PyObject *retracted, int kind, const char *key, Py_ssize_t key_len,
-                        const char *image, Py_ssize_t image_len, Applied *a) {
-    PyObject *k = PyBytes_FromStringAndSize(key, key_len);
-    if (!k) return -1;
-    int gone = PySet_GET_SIZE(retracted) ? PySet_Contains(retracted, k) : 0;
-    PyObject *stored = gone ? NULL : PyDict_GetItemWithError(rows, k); /* borrowed */
-    int done = 1;
-    if (gone < 0 || PyErr_Occurred()) {
-        done = -1;
-    } else if (kind == 0 || kind == 2) { /* +I, +U */
-        if (stored && kind == 0) {
-            done = 0;
-        } else {
-            PyObject *row = PyBytes_FromStringAndSize(image, image_len);
-            if (!row || PyDict_SetItem(rows, k, row) < 0 || (gone && PySet_Discard(retracted, k) < 0)) done = -1;
-            Py_XDECREF(row);
-            if (done == 1) a->retract += stored ? 2 : 1, a->upsert += 1;
-        }
-    } else if (!stored) {
-        done = 0;
-    } else if (kind == 1) { /* -U: the stored row must be the one retracted */
-        if (PyBytes_GET_SIZE(stored) != image_len || memcmp(PyBytes_AS_STRING(stored), image, (size_t)image_len))
-            done = 0;
-        else if (PySet_Add(retracted, k) < 0)
-            done = -1;
-        else
-            a->retract += 1;
-    } else { /* -D */
-        if (PyDict_DelItem(rows, k) < 0) done = -1;
-        else a->retract += 1, a->upsert += 1;
+/* ---------------------------------------------------------------- the table ----------- */
+
+/* An upsert table: key bytes → row bytes, in first-insertion order, where a -U marks a row
+ * retracted (its slot stays for the +U to come). Like a dict of bytes plus a set, but a lookup
+ * touches one index slot and one entry holding the key itself: the dict also touched the key
+ * object and hashed a fresh one per change, and with 100k keys those cache misses were most of
+ * the time spent applying changes. Entries of deleted rows stay (row NULL, key kept) until the
+ * entries are rebuilt, so a key's index slot never moves and the index needs no tombstones. */
+
+#define INLINE_KEY 24
+
+typedef struct {
+    uint64_t hash;
+    PyObject *row; /* owned bytes; NULL: deleted */
+    uint32_t key_len;
+    uint32_t retracted;
+    union {
+        char bytes[INLINE_KEY];
+        char *heap;
+    } key;
+} Entry;
+
+typedef struct {
+    PyObject_HEAD
+    Entry *entries;
+    Py_ssize_t n_entries, cap, live;
+    int32_t *index; /* -1 empty, else an entry; size 4 * cap, a power of two */
+    Py_ssize_t mask;
+} Table;
+
+static PyTypeObject TableType;
+
+static const char *entry_key(const Entry *e) { return e->key_len <= INLINE_KEY ? e->key.bytes : e->key.heap; }
+
+static uint64_t key_hash(const char *key, Py_ssize_t len) {
+#if PY_VERSION_HEX >= 0x030E0000
+    return (uint64_t)Py_HashBuffer(key, len); /* keyed SipHash: no crafted collisions */
+#else
+    return (uint64_t)_Py_HashBytes(key, len);
+#endif
+}
+
+/* The index slot for this key: empty (-1), or holding the entry with this key (live or not). */
+static Py_ssize_t table_slot(const Table *t, const char *key, Py_ssize_t len, uint64_t hash) {
+    Py_ssize_t s = (Py_ssize_t)(hash & (uint64_t)t->mask);
+    for (;;) {
+        int32_t at = t->index[s];
+        if (at < 0) return s;
+        const Entry *e = &t->entries[at];
+        if (e->hash == hash && e->key_len == (uint32_t)len && !memcmp(entry_key(e), key, (size_t)len)) return s;
+        s = (s + 1) & t->mask;
     }
-    Py_DECREF(k);
-    if (done == 1) a->counts[kind]++;
-    return done;
+}
+
+static void entry_clear(Entry *e) {
+    Py_CLEAR(e->row);
+    if (e->key_len > INLINE_KEY) PyMem_RawFree(e->key.heap);
+    e->key_len = 0;
+}
+
+/* Room for one more entry: drop deleted entries, or double; the index is rebuilt. */
+static int table_make_room(Table *t) {
+    if (t->n_entries < t->cap) return 0;
+    Py_ssize_t kept = 0;
+    for (Py_ssize_t i = 0; i < t->n_entries; i++) {
+        if (t->entries[i].row) t->entries[kept++] = t->entries[i];
+        else entry_clear(&t->entries[i]);
+    }
+    t->n_entries = kept;
+    Py_ssize_t cap = kept * 2 > t->cap ? t->cap * 2 : t->cap;
+    if (cap < 1024) cap = 1024;
+    if (cap != t->cap) {
+        Entry *grown = PyMem_RawRealloc(t->entries, (size_t)cap * sizeof(Entry));
+        int32_t *index = PyMem_RawRealloc(t->index, (size_t)cap * 4 * sizeof(int32_t));
+        if (grown) t->entries = grown;
+        if (index) t->index = index;
+        if (!grown || !index || cap >= ((Py_ssize_t)1 << 29)) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        t->cap = cap;
+        t->mask = cap * 4 - 1;
+    }
+    memset(t->index, 0xff, (size_t)(t->mask + 1) * sizeof(int32_t));
+    for (Py_ssize_t i = 0; i < t->n_entries; i++) {
+        Py_ssize_t s = (Py_ssize_t)(t->entries[i].hash & (uint64_t)t->mask);
+        while (t->index[s] >= 0) s = (s + 1) & t->mask;
+        t->index[s] = (int32_t)i;
+    }
+    return 0;
+}
+
+/* Put a new entry at the end (the key absent or deleted): its slot comes from table_slot. */
+static int table_append(Table *t, const char *key, Py_ssize_t len, uint64_t hash, PyObject *row) {
+    if (t->n_entries >= t->cap) {
+        if (table_make_room(t) < 0) return -1;
+    }
+    Py_ssize_t s = table_slot(t, key, len, hash); /* again: the index may have been rebuilt */
+    Entry *e = &t->entries[t->n_entries];
+    e->hash = hash;
+    e->row = row;
+    e->retracted = 0;
+    e->key_len = (uint32_t)len;
+    if (len <= INLINE_KEY) {
+        memcpy(e->key.bytes, key, (size_t)len);
+    } else if (!(e->key.heap = PyMem_RawMalloc((size_t)len))) {
+        e->key_len = 0;
+        PyErr_NoMemory();
+        return -1;
+    } else {
+        memcpy(e->key.heap, key, (size_t)len);
+    }
+    if (t->index[s] >= 0) { /* the key's deleted entry: its slot now points here */
+        Entry *old = &t->entries[t->index[s]];
+        if (old->key_len > INLINE_KEY) PyMem_RawFree(old->key.heap);
+        old->key_len = 0;
+        old->hash = 0;
+    }
+    t->index[s] = (int32_t)t->n_entries++;
+    t->live++;
+    return 0;
+}
+
+/* The live entry for a key (retracted or not), or NULL. */
+static Entry *table_find(Table *t, const char *key, Py_ssize_t len, uint64_t hash) {
+    int32_t at = t->index[table_slot(t, key, len, hash)];
+    if (at < 0 || !t->entries[at].row) return NULL;
+    return &t->entries[at];
+}
+
+static int same_row(PyObject *row, const char *image, Py_ssize_t len) {
+    return PyBytes_GET_SIZE(row) == len && !memcmp(PyBytes_AS_STRING(row), image, (size_t)len);
+}
+
+/* Apply one change like an upsert table. 1: applied; 0: declined (it would raise a finding: an
+ * insert of a stored key, a retraction of an absent row, a -U unlike the stored row); -1: a
+ * Python error. A retracted row counts as absent, except that a +I/+U puts the row back in its
+ * slot. */
+static int apply_change(Table *t, int kind, const char *key, Py_ssize_t key_len, const char *image,
+                        Py_ssize_t image_len, Applied *a) {
+    uint64_t hash = key_hash(key, key_len);
+    Entry *e = table_find(t, key, key_len, hash);
+    int stored = e && !e->retracted;
+    if (kind == 0 || kind == 2) { /* +I, +U */
+        if (stored && kind == 0) return 0;
+        PyObject *row = PyBytes_FromStringAndSize(image, image_len);
+        if (!row) return -1;
+        if (e) {
+            Py_SETREF(e->row, row);
+            e->retracted = 0;
+        } else if (table_append(t, key, key_len, hash, row) < 0) {
+            Py_DECREF(row);
+            return -1;
+        }
+        a->retract += stored ? 2 : 1, a->upsert += 1;
+    } else if (!stored) {
+        return 0;
+    } else if (kind == 1) { /* -U: the stored row must be the one retracted */
+        if (!same_row(e->row, image, image_len)) return 0;
+        e->retracted = 1;
+        a->retract += 1;
+    } else { /* -D */
+        Py_CLEAR(e->row);
+        t->live--;
+        a->retract += 1, a->upsert += 1;
+    }
+    a->counts[kind]++;
+    return 1;
 }
 
 /* A -U and the +U right after it for the same key: the stored row replaced in its slot, as the
- * two applied one by one would leave it, without the stop in the retracted set between them
- * (half of a changelog's records are such pairs). 1: applied; 0: declined (the -U would raise a
- * finding: apply_change then takes the -U alone and declines it); -1: a Python error. */
-static int apply_update(PyObject *rows, PyObject *retracted, const char *key, Py_ssize_t key_len, const char *before,
-                        Py_ssize_t before_len, const char *after, Py_ssize_t after_len, Applied *a) {
-    PyObject *k = PyBytes_FromStringAndSize(key, key_len);
-    if (!k) return -1;
-    int gone = PySet_GET_SIZE(retracted) ? PySet_Contains(retracted, k) : 0;
-    PyObject *stored = gone ? NULL : PyDict_GetItemWithError(rows, k); /* borrowed */
-    int done = 0;
-    if (gone < 0 || PyErr_Occurred()) {
-        done = -1;
-    } else if (stored && PyBytes_GET_SIZE(stored) == before_len &&
-               !memcmp(PyBytes_AS_STRING(stored), before, (size_t)before_len)) {
-        PyObject *row = PyBytes_FromStringAndSize(after, after_len);
-        done = !row || PyDict_SetItem(rows, k, row) < 0 ? -1 : 1;
-        Py_XDECREF(row);
-        if (done == 1) a->counts[1]++, a->counts[2]++, a->retract += 2, a->upsert += 1;
-    }
-    Py_DECREF(k);
-    return done;
+ * two applied one by one would leave it (half of a changelog's records are such pairs).
+ * 1: applied; 0: declined (apply_change then takes the -U alone); -1: a Python error. */
+static int apply_update(Table *t, const char *key, Py_ssize_t key_len, const char *before, Py_ssize_t before_len,
+                        const char *after, Py_ssize_t after_len, Applied *a) {
+    Entry *e = table_find(t, key, key_len, key_hash(key, key_len));
+    if (!e || e->retracted || !same_row(e->row, before, before_len)) return 0;
+    PyObject *row = PyBytes_FromStringAndSize(after, after_len);
+    if (!row) return -1;
+    Py_SETREF(e->row, row);
+    a->counts[1]++, a->counts[2]++, a->retract += 2, a->upsert += 1;
+    return 1;
 }
+
+static PyObject *table_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    static char *no_keywords[] = {NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, ":Table", no_keywords)) return NULL;
+    Table *t = (Table *)type->tp_alloc(type, 0);
+    if (!t) return NULL;
+    if (table_make_room(t) < 0) {
+        Py_DECREF(t);
+        return NULL;
+    }
+    return (PyObject *)t;
+}
+
+static void table_dealloc(Table *t) {
+    for (Py_ssize_t i = 0; i < t->n_entries; i++) entry_clear(&t->entries[i]);
+    PyMem_RawFree(t->entries);
+    PyMem_RawFree(t->index);
+    Py_TYPE(t)->tp_free((PyObject *)t);
+}
+
+/* texts() -> the rows not retracted, in first-insertion order. */
+static PyObject *table_texts(Table *t, PyObject *unused) {
+    PyObject *out = PyList_New(0);
+    for (Py_ssize_t i = 0; out && i < t->n_entries; i++) {
+        const Entry *e = &t->entries[i];
+        if (e->row && !e->retracted && PyList_Append(out, e->row) < 0) Py_CLEAR(out);
+    }
+    return out;
+}
+
+/* items() -> [(key, row, retracted)] of the live rows, in first-insertion order. */
+static PyObject *table_items(Table *t, PyObject *unused) {
+    PyObject *out = PyList_New(0);
+    for (Py_ssize_t i = 0; out && i < t->n_entries; i++) {
+        const Entry *e = &t->entries[i];
+        if (!e->row) continue;
+        PyObject *item = Py_BuildValue("(y#OO)", entry_key(e), (Py_ssize_t)e->key_len, e->row,
+                                       e->retracted ? Py_True : Py_False);
+        if (!item || PyList_Append(out, item) < 0) Py_CLEAR(out);
+        Py_XDECREF(item);
+    }
+    return out;
+}
+
+static Py_ssize_t table_len(Table *t) { return t->live; }
+
+static PyMethodDef table_methods[] = {
+    {"texts", (PyCFunction)table_texts, METH_NOARGS, "The rows not retracted, in first-insertion order."},
+    {"items", (PyCFunction)table_items, METH_NOARGS, "(key, row, retracted) of each live row, in order."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PySequenceMethods table_as_sequence = {.sq_length = (lenfunc)table_len};
+
+static PyTypeObject TableType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "cdc.formats._kernel.Table",
+    .tp_doc = "An upsert table of row bytes by key bytes, in first-insertion order.",
+    .tp_basicsize = sizeof(Table),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = table_new,
+    .tp_dealloc = (destructor)table_dealloc,
+    .tp_methods = table_methods,
+    .tp_as_sequence = &table_as_sequence,
+};
 
 static PyObject *applied_tuple(Py_ssize_t position, Py_ssize_t lines, const Applied *a) {
     return Py_BuildValue("(nn(nnnn)nn)", position, lines, a->counts[0], a->counts[1], a->counts[2], a->counts[3],
                          a->retract, a->upsert);
 }
 
-/* keyed(chunk, start, kind_key, spellings, key_keys, rows, retracted)
+/* keyed(chunk, start, kind_key, spellings, key_keys, table)
  *   spellings: tuple of (kind spelled as a JSON string, kind index); key_keys: the key columns
- *   as JSON strings. rows: dict key bytes → compact row bytes (without the kind column), in
- *   first-insertion order; retracted: set of keys whose row a -U took out (the slot stays).
+ *   as JSON strings. table: a Table of key bytes → compact row bytes (without the kind column).
  * Parses and applies lines until one is declined (not plain, or a finding).
  * Returns (position, lines, counts per kind, retract messages, upsert messages). */
 static PyObject *keyed(PyObject *self, PyObject *args) {
     Py_buffer chunk, kind_key;
     Py_ssize_t start;
-    PyObject *spellings, *key_keys, *rows, *retracted, *result_obj = NULL;
+    PyObject *spellings, *key_keys, *result_obj = NULL;
+    Table *table;
     Out image = {0}, key = {0};
     Members *ms = NULL;
     ChangeSpec cs;
     Applied a = {{0}, 0, 0};
-    if (!PyArg_ParseTuple(args, "y*ny*O!O!O!O!", &chunk, &start, &kind_key, &PyTuple_Type, &spellings, &PyTuple_Type,
-                          &key_keys, &PyDict_Type, &rows, &PySet_Type, &retracted))
+    if (!PyArg_ParseTuple(args, "y*ny*O!O!O!", &chunk, &start, &kind_key, &PyTuple_Type, &spellings, &PyTuple_Type,
+                          &key_keys, &TableType, &table))
         return NULL;
     if (change_spec(&cs, &kind_key, spellings, key_keys) < 0) goto done;
     if (!(ms = PyMem_RawMalloc(sizeof(Members)))) {
@@ -825,7 +1062,7 @@ static PyObject *keyed(PyObject *self, PyObject *args) {
                 goto done;
             }
             if (!got) break;
-            got = apply_change(rows, retracted, kind, key.buf, key.len, image.buf, image.len, &a);
+            got = apply_change(table, kind, key.buf, key.len, image.buf, image.len, &a);
             if (got < 0) goto done;
             if (!got) break;
             lines++;
@@ -850,7 +1087,7 @@ static PyObject *parse_changes(PyObject *self, PyObject *args) {
     Py_buffer chunk, kind_key;
     Py_ssize_t start, lines = 0, position = 0;
     PyObject *spellings, *key_keys, *result_obj = NULL;
-    Out packed = {0}, image = {0}, key = {0};
+    Out packed = {0};
     Members *ms = NULL;
     ChangeSpec cs;
     int failed = 0;
@@ -868,17 +1105,26 @@ static PyObject *parse_changes(PyObject *self, PyObject *args) {
     failed = !ms;
     while (!failed && p < end) {
         ptr nl = memchr(p, '\n', (size_t)(end - p));
-        int kind, got = parse_change(p, nl ? nl : end, &cs, ms, &kind, &key, &image);
-        if (got <= 0) {
-            failed = got < 0;
-            break;
+        Change c;
+        if (!read_change(p, nl ? nl : end, &cs, ms, &c)) break;
+        /* written in place: [kind][offset][key length][key][row length][row], lengths after */
+        unsigned char k = (unsigned char)c.kind;
+        uint32_t offset = (uint32_t)(p - base), size = 0;
+        Py_ssize_t at_size;
+        failed = out_put_raw(&packed, &k, 1) < 0 || out_put_raw(&packed, &offset, 4) < 0;
+        if (!failed) {
+            at_size = packed.len;
+            failed = out_put_raw(&packed, &size, 4) < 0 || put_key(&packed, &cs, ms, &c) < 0;
         }
-        unsigned char k = (unsigned char)kind;
-        uint32_t offset = (uint32_t)(p - base), klen = (uint32_t)key.len, ilen = (uint32_t)image.len;
-        failed = out_put_raw(&packed, &k, 1) < 0 || out_put_raw(&packed, &offset, 4) < 0 ||
-                 out_put_raw(&packed, &klen, 4) < 0 || out_put_raw(&packed, key.buf, key.len) < 0 ||
-                 out_put_raw(&packed, &ilen, 4) < 0 || out_put_raw(&packed, image.buf, image.len) < 0;
+        if (!failed) {
+            size = (uint32_t)(packed.len - at_size - 4);
+            memcpy(packed.buf + at_size, &size, 4);
+            at_size = packed.len;
+            failed = out_put_raw(&packed, &size, 4) < 0 || put_image(&packed, ms, c.at_kind) < 0;
+        }
         if (failed) break;
+        size = (uint32_t)(packed.len - at_size - 4);
+        memcpy(packed.buf + at_size, &size, 4);
         lines++;
         p = nl ? nl + 1 : end;
     }
@@ -895,21 +1141,20 @@ static PyObject *parse_changes(PyObject *self, PyObject *args) {
 done:
     PyMem_RawFree(ms);
     PyMem_RawFree(packed.buf);
-    PyMem_RawFree(image.buf);
-    PyMem_RawFree(key.buf);
     PyBuffer_Release(&chunk);
     PyBuffer_Release(&kind_key);
     return result_obj;
 }
 
-/* apply_changes(changes, rows, retracted) -> (stop, records, counts per kind, retract, upsert)
+/* apply_changes(changes, table) -> (stop, records, counts per kind, retract, upsert)
  * The applying half: records from parse_changes until one is declined (a finding); stop is
  * that record's line offset in the chunk, or -1 when all were applied. */
 static PyObject *apply_changes(PyObject *self, PyObject *args) {
     Py_buffer packed;
-    PyObject *rows, *retracted, *result_obj = NULL;
+    PyObject *result_obj = NULL;
+    Table *table;
     Applied a = {{0}, 0, 0};
-    if (!PyArg_ParseTuple(args, "y*O!O!", &packed, &PyDict_Type, &rows, &PySet_Type, &retracted)) return NULL;
+    if (!PyArg_ParseTuple(args, "y*O!", &packed, &TableType, &table)) return NULL;
     {
         const char *p = packed.buf, *end = p + packed.len;
         Py_ssize_t records = 0, stop = -1;
@@ -932,7 +1177,7 @@ static PyObject *apply_changes(PyObject *self, PyObject *args) {
                     memcpy(&nilen, nkey + nklen, 4);
                     const char *nimage = nkey + nklen + 4;
                     if (end - nimage >= (Py_ssize_t)nilen) {
-                        int got = apply_update(rows, retracted, key, klen, image, ilen, nimage, nilen, &a);
+                        int got = apply_update(table, key, klen, image, ilen, nimage, nilen, &a);
                         if (got < 0) goto done;
                         if (got) {
                             records += 2;
@@ -942,7 +1187,7 @@ static PyObject *apply_changes(PyObject *self, PyObject *args) {
                     }
                 }
             }
-            int got = apply_change(rows, retracted, kind, key, klen, image, ilen, &a);
+            int got = apply_change(table, kind, key, klen, image, ilen, &a);
             if (got < 0) goto done;
             if (!got) {
                 stop = offset;
@@ -990,4 +1235,9 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_kernel", NULL, -1, methods};
 
-PyMODINIT_FUNC PyInit__kernel(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__kernel(void) {
+    if (PyType_Ready(&TableType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (m && PyModule_AddObjectRef(m, "Table", (PyObject *)&TableType) < 0) Py_CLEAR(m);
+    return m;
+}

@@ -44,8 +44,7 @@ class KeyedLines:
             tuple((orjson.dumps(text), KINDS.index(kind.value)) for text, kind in KIND_BY_TEXT.items()),
             tuple(orjson.dumps(column) for column in state.key),
         )
-        self.rows: dict[bytes, bytes] | None = {}  # None once handed over
-        self.retracted: set[bytes] = set()
+        self.rows: Any = _kernel.Table()  # key bytes → row bytes; None once handed over
         self.records = 0
         self._pool: ThreadPoolExecutor | None = None
         self._pending: tuple[Future[Any], bytes, str, int, Reject | None] | None = None
@@ -73,7 +72,7 @@ class KeyedLines:
         self._pending = None
         packed, position, lines = job.result()
         assert self.rows is not None
-        stop, records, kinds, retract, upsert = _kernel.apply_changes(packed, self.rows, self.retracted)
+        stop, records, kinds, retract, upsert = _kernel.apply_changes(packed, self.rows)
         self._add(records, kinds, retract, upsert)
         if stop >= 0:  # a change that raises a finding: the general state takes it from here
             self._hand_over()
@@ -95,7 +94,7 @@ class KeyedLines:
         size = len(chunk)
         while position < size and self.rows is not None:
             position, lines, kinds, retract, upsert = _kernel.keyed(
-                chunk, position, self.args[0], self.args[1], self.args[2], self.rows, self.retracted
+                chunk, position, self.args[0], self.args[1], self.args[2], self.rows
             )
             self._add(lines, kinds, retract, upsert)
             line_no += lines
@@ -172,10 +171,9 @@ class KeyedLines:
         """The kernel's table becomes the general state's, in the same order."""
         rows, self.rows = self.rows, None
         assert rows is not None
-        load, retracted = self.state.load, self.retracted
-        for key_bytes, image in rows.items():
-            load((_loads_exact if has_long_digit_run(image) else orjson.loads)(image), key_bytes in retracted)
-        self.retracted = set()
+        load = self.state.load
+        for _, image, retracted in rows.items():
+            load((_loads_exact if has_long_digit_run(image) else orjson.loads)(image), retracted)
 
     def finish(self) -> None:
         """Apply what is pending. The table then goes to the general state, unless it is kept
@@ -191,12 +189,7 @@ class KeyedLines:
     def texts(self) -> list[bytes] | None:
         """The live rows as JSON texts, in first-insertion order, as their last change wrote them
         (compact); None once the general state holds the table."""
-        if self.rows is None:
-            return None
-        retracted = self.retracted
-        if not retracted:
-            return list(self.rows.values())
-        return [row for key, row in self.rows.items() if key not in retracted]
+        return None if self.rows is None else self.rows.texts()  # type: ignore[no-any-return]
 
 
 def _at(where: Location) -> Location:

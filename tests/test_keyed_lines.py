@@ -141,3 +141,30 @@ def test_the_kernel_table_equals_the_row_path(
 ) -> None:
     assert available(), "the C kernel was not built (is a C compiler installed?)"
     assert _kernel_path(data, cuts, policy, skip, as_texts) == _row_path(data, policy, skip)
+
+
+def test_a_table_that_grows_and_drops_deleted_rows_keeps_order() -> None:
+    # Thousands of keys, long and short, inserted, updated and deleted again and again: the C
+    # table grows and rebuilds its entries many times over; a re-inserted key goes last.
+    import random
+
+    chance = random.Random(7)
+    live: dict[Any, int] = {}
+    lines = []
+    for _ in range(20000):
+        k = chance.randrange(3000)
+        key: Any = k if k % 3 else f"k{k}-" + "x" * (k % 40)
+        if key not in live:
+            live[key] = chance.randrange(100)
+            lines.append({"op": "+I", "id": key, "v": live[key]})
+        elif chance.random() < 0.4:
+            lines.append({"op": "-D", "id": key, "v": live.pop(key)})
+        else:
+            lines.append({"op": "-U", "id": key, "v": live[key]})
+            live[key] = chance.randrange(100)
+            lines.append({"op": "+U", "id": key, "v": live[key]})
+    data = "".join(json.dumps(line, separators=(",", ":")) + "\n" for line in lines).encode()
+    for as_texts in (False, True):
+        kernel = _kernel_path(data, [5000, 11000], Policy.fail, False, as_texts)
+        assert kernel == _row_path(data, Policy.fail, False)
+    assert len(kernel[0]) == len(live)
