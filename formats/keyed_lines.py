@@ -169,10 +169,12 @@ class KeyedLines:
 
     def _hand_over(self) -> None:
         """The kernel's table becomes the general state's, in the same order."""
-        rows, self.rows = self.rows, None
-        assert rows is not None
+        assert self.rows is not None
+        items = self.rows.items()
+        self.rows = None  # the row bytes now live in items only: each is freed once parsed
         load = self.state.load
-        for _, image, retracted in rows.items():
+        for i, (_, image, retracted) in enumerate(items):
+            items[i] = None
             load((_loads_exact if has_long_digit_run(image) else orjson.loads)(image), retracted)
 
     def finish(self) -> None:
