@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-from typing import Annotated
+from typing import Annotated, Any, NoReturn
 
 import typer
 
@@ -58,9 +58,31 @@ def build_app(only: str | None = None) -> typer.Typer:
     return app
 
 
-def main() -> None:
+def main() -> NoReturn:
     # pyarrow's default allocator (mimalloc) keeps freed record batches: a Parquet to Parquet
     # run peaks at 183 MB on 1.6M rows, 131 MB with the system allocator, at the same speed.
     os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
     named = sys.argv[1] if len(sys.argv) > 1 else None
-    build_app(only=named if named in COMMANDS else None)()
+    try:
+        build_app(only=named if named in COMMANDS else None)()
+        code: Any = 0
+    except SystemExit as stop:
+        code = stop.code
+    _leave(code)
+
+
+def _leave(code: Any) -> NoReturn:
+    """Exit without the interpreter's teardown: unloading pyarrow (its thread pools, its
+    modules) takes 15–20 ms, a tenth of a small Parquet run, and nothing is left to save — every
+    output and rejects file is committed or rolled back before a command returns."""
+    if code is None:
+        code = 0
+    elif not isinstance(code, int):
+        sys.stderr.write(f"{code}\n")
+        code = 1
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a reader that went away (`| head`), or a closed stream
+            pass
+    os._exit(code)

@@ -47,8 +47,10 @@ def test_formats_does_not_import_the_cli_or_its_libraries() -> None:
 
 def _modules_after(args: list[str]) -> set[str]:
     code = (
-        "import sys\n"
+        "import os, sys\n"
         f"sys.argv = ['cdc', *{args!r}]\n"
+        "def _exit(code):\n    raise SystemExit(code)\n"
+        "os._exit = _exit  # main() leaves with os._exit; the modules it loaded are wanted first\n"
         "from cdc.cli.app import main\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
         "sys.stdout.flush()\n"
