@@ -61,6 +61,10 @@ class Kernel(Protocol):
         """The end of the lines from ``position`` that are surely declined (at least that line)."""
         ...
 
+    def run_parser(self, loads: Callable[[bytes], Any]) -> Callable[[bytes], Any]:
+        """How to parse the lines of that run, given the general way's parser."""
+        ...
+
 
 @dataclass
 class Converter:
@@ -131,7 +135,7 @@ def _convert_with_kernel(
         if position >= size:
             break
         end = kernel.declined_run(chunk, position)
-        out.append(_convert_lines(converter, chunk[position:end], line_no, skip, result))
+        out.append(_convert_lines(converter, chunk[position:end], line_no, skip, result, kernel.run_parser))
         if result.error is not None:
             break
         line_no += chunk.count(b"\n", position, end) + (end == size and not chunk.endswith(b"\n"))
@@ -184,9 +188,18 @@ def _convert_mixed(
     return b"".join(out)
 
 
-def _convert_lines(converter: Converter, chunk: bytes, first_line: int, skip: bool, result: ChunkResult) -> bytes:
+def _convert_lines(
+    converter: Converter,
+    chunk: bytes,
+    first_line: int,
+    skip: bool,
+    result: ChunkResult,
+    parser: Callable[[Callable[[bytes], Any]], Callable[[bytes], Any]] | None = None,
+) -> bytes:
     """The general way: each line parsed by orjson and converted as a row."""
-    loads = _loads_exact if has_long_digit_run(chunk) else orjson.loads
+    loads: Callable[[bytes], Any] = _loads_exact if has_long_digit_run(chunk) else orjson.loads
+    if parser is not None:
+        loads = parser(loads)
     convert = converter.convert
     tombstones = converter.tombstones
     opts = orjson.OPT_APPEND_NEWLINE

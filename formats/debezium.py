@@ -141,6 +141,8 @@ class DebeziumDecoder:
         self._raw = b""  # the line being decoded, re-read for exact decimals
         self.saw_envelope = False  # a {"schema", "payload"} line was seen (for --print-sql)
         self._decimals: dict[str, tuple[int, int]] = {}  # column → (precision, scale) from the schema
+        self._last_schema: Any = None  # kept alive here, so its identity stands for its value
+        self._last_converters: tuple[dict[str, Converter], bool] = ({}, False)
 
     def arrow_fields(self) -> Any:
         if not self._decimals:
@@ -406,6 +408,8 @@ class DebeziumDecoder:
         return self.options.raw_values or not self._converters_for(schema)[0]
 
     def _converters_for(self, schema: Any) -> tuple[dict[str, Converter], bool]:
+        if schema is self._last_schema:  # a run of events sharing one parsed schema (formats.kernel)
+            return self._last_converters
         cache_key = orjson.dumps(schema, option=orjson.OPT_SORT_KEYS)
         cached = self._converters.get(cache_key)
         if cached is None:
@@ -415,6 +419,7 @@ class DebeziumDecoder:
             self._converters[cache_key] = cached
             if not self.options.raw_values:
                 self._decimals.update(decimal_types(fields))
+        self._last_schema, self._last_converters = schema, cached
         return cached
 
     def _exact_images(self, before: Any, after: Any) -> tuple[Any, Any]:

@@ -23,6 +23,7 @@ except ImportError:  # built without a C compiler
     _kernel = None
 
 KINDS = ("+I", "-U", "+U", "-D")
+Loads = Callable[[bytes], Any]
 
 
 def available() -> bool:
@@ -47,6 +48,10 @@ class _Kernel:
         end = chunk.find(b"\n", position)
         return len(chunk) if end < 0 else end + 1
 
+    def run_parser(self, loads: Loads) -> Loads:
+        """How the general way should parse the lines of the last declined run: as they are."""
+        return loads
+
     def _add(self, kinds: tuple[int, ...], dropped: int) -> None:
         by_kind = self.counts.by_kind
         for kind, n in zip(KINDS, kinds, strict=True):
@@ -65,6 +70,7 @@ class _DebeziumKernel(_Kernel):
         self.converting: set[bytes] = set()
         self.plain_schema = plain_schema
         self.stopped_at: bytes | None = None  # the converting schema of the line the kernel stopped at
+        self._run_prefix: bytes | None = None  # of the last declined run, when it is one of envelopes
         super().__init__(_kernel.debezium, (*args, self.plain), counts)
 
     def __call__(self, chunk: bytes, start: int) -> tuple[bytes, int, int]:
@@ -89,6 +95,7 @@ class _DebeziumKernel(_Kernel):
         """Events under a schema with values to convert go the general way; the lines after this
         one that start with the same envelope schema and a payload (so the kernel would stop at
         them too) go with it, in one batch."""
+        self._run_prefix = None
         end = super().declined_run(chunk, position)
         if self.stopped_at is None:
             return end
@@ -97,7 +104,31 @@ class _DebeziumKernel(_Kernel):
             return end
         while end < len(chunk) and chunk.startswith(prefix, end):
             end = super().declined_run(chunk, end)
+        self._run_prefix = prefix
         return end
+
+    def run_parser(self, loads: Loads) -> Loads:
+        """The run's lines share their envelope schema: it is parsed once and, of each line
+        that is exactly ``{"schema":S,"payload":P}``, only P (the schema block is most of the
+        bytes; parsing it for every line took most of the time). Anything else is parsed whole,
+        so each event is the same as parsing its line."""
+        prefix = self._run_prefix
+        if prefix is None or self.stopped_at is None:
+            return loads
+        schema = loads(self.stopped_at)  # one object for the run: the decoder caches by it
+        cut = len(prefix)
+
+        def parse(line: bytes) -> Any:
+            if line.startswith(prefix):
+                body = line[cut:].rstrip(b"\r")
+                if body.endswith(b"}"):
+                    try:
+                        return {"schema": schema, "payload": loads(body[:-1])}
+                    except ValueError:  # not one payload value: the whole line decides
+                        pass
+            return loads(line)
+
+        return parse
 
 
 def _first_member(name: str, value: str) -> bytes:

@@ -209,10 +209,21 @@ def events(draw: st.DrawFn) -> bytes:
                 }
                 op = draw(st.sampled_from("cudx"))
                 payload = {"before": None if op == "c" else row, "after": None if op == "d" else row, "op": op}
-                if draw(st.integers(0, 4)):
-                    out.append(_dumps({"schema": DATE_SCHEMA, "payload": payload}, True, False))
-                else:  # a schema but no payload: a plain event with a stray field, not an envelope
-                    out.append(_dumps({"schema": DATE_SCHEMA, **payload}, True, False))
+                line = _dumps({"schema": DATE_SCHEMA, "payload": payload}, True, False)
+                # The run's schema is parsed once and only each line's payload, when the line is
+                # exactly {"schema":S,"payload":P}; every other shape must decode as if parsed whole.
+                shape = draw(st.sampled_from(["envelope"] * 4 + ["no payload", "more", "spaced", "crlf", "bad"]))
+                if shape == "no payload":  # a plain event with a stray field, not an envelope
+                    line = _dumps({"schema": DATE_SCHEMA, **payload}, True, False)
+                elif shape == "more":  # a member after the payload
+                    line = line[:-1] + ',"x":1}'
+                elif shape == "spaced":
+                    line = line[:-1] + " }"
+                elif shape == "crlf":
+                    line += "\r"
+                elif shape == "bad":
+                    line = line[:-1] + ",}"
+                out.append(line)
             continue
         if clean:
             row = draw(st.dictionaries(st.sampled_from(["id", "name", "n"]), plain_values, min_size=1, max_size=3))
