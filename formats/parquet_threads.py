@@ -33,7 +33,9 @@ def _encoded(schema: Any, batch: Any | None) -> memoryview:
     import pyarrow.parquet as pq
 
     sink = pa.BufferOutputStream()
-    with pq.ParquetWriter(sink, schema) as writer:
+    # pyarrow's defaults, but never a page index: it sits after the row groups with offsets of
+    # its own, which _moved cannot move.
+    with pq.ParquetWriter(sink, schema, write_page_index=False) as writer:
         if batch is not None:
             writer.write_batch(batch)
     return memoryview(sink.getvalue())
