@@ -63,10 +63,18 @@ CHANGELOG_INPUTS = (*INPUT_FORMATS, "debezium")
 
 
 def changelog_readers(kind_column: str) -> dict[str, Callable[..., RowReader]]:
-    """``--input-format debezium``: any command that reads changelog rows can read Debezium events."""
-    from cdc.formats.debezium import DebeziumDecoder, DebeziumOptions
+    """``--input-format debezium``: any command that reads changelog rows can read Debezium events.
+    The decoder (one for all inputs: its state spans them) is made when a Debezium input opens."""
+    decoders: list[Any] = []
 
-    return {"debezium": DebeziumDecoder(DebeziumOptions(kind_column=kind_column)).reader}
+    def debezium(*args: Any, **kwargs: Any) -> RowReader:
+        if not decoders:
+            from cdc.formats.debezium import DebeziumDecoder, DebeziumOptions
+
+            decoders.append(DebeziumDecoder(DebeziumOptions(kind_column=kind_column)))
+        return decoders[0].reader(*args, **kwargs)  # type: ignore[no-any-return]
+
+    return {"debezium": debezium}
 
 
 def make_writer(out: Output, fmt: str, cfg: IOConfig, reader: RowReader | None, title: str | None = None) -> RowWriter:

@@ -79,6 +79,9 @@ def test_a_command_loads_only_what_it_runs(tmp_path: Path) -> None:
     assert "pyarrow.parquet" in loaded  # the run did happen
     assert "pyarrow.compute" not in loaded  # wrappers for 300 kernels; formats.arrow_compute calls them by name
     assert not {"cdc.cli.replay", "cdc.cli.materialize", "cdc.cli.debezium_encode"} & loaded
+    changelog = _modules_after(["to-changelog", str(tmp_path / "out.parquet"), "-o", str(tmp_path / "ops.parquet")])
+    assert (tmp_path / "ops.parquet").exists()
+    assert "cdc.formats.debezium" not in changelog  # read only for --input-format debezium
 
 
 def _tool(name: str) -> str:
