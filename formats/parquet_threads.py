@@ -20,11 +20,11 @@ from cdc.formats import thrift
 from cdc.formats.thrift import I16, I64, LIST, STRUCT
 
 MAGIC = b"PAR1"
-# Field ids in parquet.thrift holding absolute file offsets.
+# Field ids in parquet.thrift (FileMetaData, RowGroup, ColumnChunk, ColumnMetaData) read or moved here.
 FILE_NUM_ROWS, FILE_ROW_GROUPS = 3, 4
 GROUP_COLUMNS, GROUP_FILE_OFFSET, GROUP_ORDINAL = 1, 5, 7
 CHUNK_FILE_OFFSET, CHUNK_META, CHUNK_OFFSET_INDEX, CHUNK_COLUMN_INDEX = 2, 3, 4, 6
-META_OFFSETS = (9, 10, 11, 14)  # data, index and dictionary page; bloom filter
+META_OFFSETS = (9, 10, 11, 14)  # absolute: data, index and dictionary page; bloom filter
 
 
 def _encoded(schema: Any, batch: Any | None) -> memoryview:
