@@ -24,11 +24,11 @@ from cdc.core.stats import Counts
 from cdc.formats.jsonl import (
     BOM,
     CHUNK_BYTES,
-    _loads_exact,
     bad_line_message,
+    count_lines,
     dumps,
     encode_default,
-    has_long_digit_run,
+    loads_for,
     not_an_object_message,
     read_chunks,
 )
@@ -197,7 +197,7 @@ def _convert_lines(
     parser: Callable[[Callable[[bytes], Any]], Callable[[bytes], Any]] | None = None,
 ) -> bytes:
     """The general way: each line parsed by orjson and converted as a row."""
-    loads: Callable[[bytes], Any] = _loads_exact if has_long_digit_run(chunk) else orjson.loads
+    loads = loads_for(chunk)
     if parser is not None:
         loads = parser(loads)
     convert = converter.convert
@@ -305,7 +305,7 @@ def _work_range(task: tuple[int, tuple[str, int, int]]) -> ChunkResult:
     if start == 0 and chunk.startswith(BOM):
         chunk = chunk[3:]
     result = convert_chunk(converter, chunk, 1, skip)
-    result.lines = chunk.count(b"\n")
+    result.lines = count_lines(chunk)
     return _to_slot(result, slot)
 
 

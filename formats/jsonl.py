@@ -6,7 +6,7 @@ import datetime as dt
 import json
 import math
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from decimal import Decimal
 from typing import Any, BinaryIO
 
@@ -29,8 +29,13 @@ def has_long_digit_run(chunk: bytes) -> bool:
     return chunk.translate(_DIGITS_TO_ZERO).find(_TWENTY_ZEROS) >= 0
 
 
+def loads_for(data: bytes) -> Callable[[bytes], Any]:
+    """The parser for these lines: orjson, or the exact one when a 20-digit run is in them."""
+    return _loads_exact if has_long_digit_run(data) else orjson.loads
+
+
 try:
-    from cdc.formats._kernel import count_lines  # 4x bytes.count
+    from cdc.formats._kernel import count_lines as count_lines  # 4x bytes.count; re-exported
 except ImportError:  # pragma: no cover - installed without a C compiler
 
     def count_lines(chunk: bytes) -> int:
@@ -193,7 +198,7 @@ class JsonlReader(RowReader):
         (Kafka tombstones in a topic dump) instead of being skipped or rejected."""
         line_no = 0
         for chunk, first in read_chunks(self._stream):
-            loads = _loads_exact if has_long_digit_run(chunk) else orjson.loads
+            loads = loads_for(chunk)
             lines = chunk.split(b"\n")
             if lines[-1] == b"":
                 lines.pop()

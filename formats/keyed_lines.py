@@ -25,7 +25,7 @@ from cdc.core.convert import read_kind
 from cdc.core.errors import InputError, Location
 from cdc.core.kinds import KIND_BY_TEXT
 from cdc.core.state import KeyedState
-from cdc.formats.jsonl import _loads_exact, bad_line_message, has_long_digit_run, not_an_object_message
+from cdc.formats.jsonl import bad_line_message, loads_for, not_an_object_message
 from cdc.formats.kernel import KINDS, _kernel, available
 
 Reject = Callable[[InputError, str], None]
@@ -125,7 +125,7 @@ class KeyedLines:
 
     def _parse(self, line: bytes, where: Location, reject: Reject | None) -> dict[str, Any] | None:
         """The line's object, or None once its error is reported (and counted as a record)."""
-        loads = _loads_exact if has_long_digit_run(line) else orjson.loads
+        loads = loads_for(line)
         try:
             row = loads(line)
         except (orjson.JSONDecodeError, ValueError):
@@ -175,7 +175,7 @@ class KeyedLines:
         load = self.state.load
         for i, (_, image, retracted) in enumerate(items):
             items[i] = None
-            load((_loads_exact if has_long_digit_run(image) else orjson.loads)(image), retracted)
+            load(loads_for(image)(image), retracted)
 
     def finish(self) -> None:
         """Apply what is pending. The table then goes to the general state, unless it is kept
