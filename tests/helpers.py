@@ -18,8 +18,8 @@ from cdc.cli.app import build_app
 app = build_app()
 
 REPO = Path(__file__).resolve().parent.parent
-SHARED = REPO.parent / "shared"
-CONFORMANCE = SHARED / "conformance"
+# Conformance data vendored from outside the project (each folder has a PROVENANCE.md).
+CONFORMANCE = REPO / "tests" / "conformance"
 SAMPLES = REPO / "samples"
 
 
