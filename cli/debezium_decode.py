@@ -147,7 +147,7 @@ def _fast(options: DebeziumOptions) -> Any:
     """Stateless decoding runs on the parallel chunk path, one decoder per worker."""
 
     def make(counts: Counts) -> Converter:
-        from cdc.formats import kernel as c_kernel
+        from cdc.formats.engine.native import kernel as c_kernel
 
         decoder = DebeziumDecoder(options, counts)
         plain = not options.metadata and options.schema_include != "true" and decoder.stateless

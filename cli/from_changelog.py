@@ -164,7 +164,7 @@ def command(
 
 def _fast(spec: FromChangelogSpec, counts: Counts) -> Converter:
     """The JSON lines path: whole chunks spliced as bytes where they can be, else row by row."""
-    from cdc.formats import kernel
+    from cdc.formats.engine.native import kernel
 
     if spec.keys:
         return Converter(FromChangelogRow(spec, counts), counts)

@@ -132,7 +132,7 @@ def command(
 
 def _fast(spec: ToChangelogSpec, counts: Counts) -> Converter:
     """The JSON lines path: whole chunks spliced as bytes where they can be, else row by row."""
-    from cdc.formats import kernel
+    from cdc.formats.engine.native import kernel
 
     args = (spec.kind_column, spec.op_column, spec.mapping, spec.drop, counts)
     if kernel.available():

@@ -35,7 +35,7 @@ def loads_for(data: bytes) -> Callable[[bytes], Any]:
 
 
 try:
-    from cdc.formats._kernel import count_lines as count_lines  # 4x bytes.count; re-exported
+    from cdc.formats.engine.native._kernel import count_lines as count_lines  # 4x bytes.count; re-exported
 except ImportError:  # pragma: no cover - installed without a C compiler
 
     def count_lines(chunk: bytes) -> int:

@@ -25,8 +25,8 @@ from cdc.core.convert import read_kind
 from cdc.core.errors import InputError, Location
 from cdc.core.kinds import KIND_BY_TEXT
 from cdc.core.state import KeyedState
+from cdc.formats.engine.native.kernel import KINDS, _kernel, available
 from cdc.formats.jsonl import bad_line_message, loads_for, not_an_object_message
-from cdc.formats.kernel import KINDS, _kernel, available
 
 Reject = Callable[[InputError, str], None]
 __all__ = ["KeyedLines", "available"]

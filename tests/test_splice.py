@@ -19,7 +19,7 @@ from cdc.core.mapping import DEFAULT_FROM_MAPPING, DEFAULT_TO_MAPPING
 from cdc.core.stats import Counts
 from cdc.formats.chunked import ChunkResult, Converter, convert_chunk
 from cdc.formats.debezium import DebeziumDecoder, DebeziumOptions
-from cdc.formats.kernel import debezium_kernel, from_changelog_kernel, to_changelog_kernel
+from cdc.formats.engine.native.kernel import debezium_kernel, from_changelog_kernel, to_changelog_kernel
 from cdc.formats.splice import DebeziumSplice, from_changelog_splice, to_changelog_splice
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

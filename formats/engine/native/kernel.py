@@ -1,4 +1,4 @@
-"""The C kernel (formats/_kernel.c) behind the JSON-lines fast paths, and its Python side.
+"""The C kernel (formats/engine/native/_kernel.c) behind the JSON-lines fast paths, and its Python side.
 
 Each kernel call converts lines of a chunk until the first line it declines, which the caller
 converts the general way (orjson, row by row) before calling again past it. The extension is
@@ -18,7 +18,7 @@ from cdc.core.stats import Counts
 
 _kernel: Any
 try:
-    from cdc.formats import _kernel
+    from cdc.formats.engine.native import _kernel
 except ImportError:  # built without a C compiler
     _kernel = None
 

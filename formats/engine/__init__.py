@@ -1,0 +1,1 @@
+"""The engine below the CLI: sessions, path choice, workers, the optional C kernel."""
