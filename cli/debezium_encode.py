@@ -7,29 +7,28 @@ from typing import Annotated
 import typer
 
 from cdc.cli import options as o
-from cdc.cli.errors import reported_errors
-from cdc.cli.pipeline import CHANGELOG_INPUTS, IOConfig, changelog_readers, run
+from cdc.cli.running import run
 from cdc.core.errors import UsageError
-from cdc.core.stats import Counts
-from cdc.formats.debezium import EncodeOptions, encode_debezium
+from cdc.core.specs import EncodeSpec
+from cdc.formats.engine.job import Result
 from cdc.formats.registry import format_of
 
 DBZ_PANEL = "Debezium"
 
 
-def parse_source(pairs: list[str]) -> dict[str, object]:
-    source: dict[str, object] = {}
+def parse_source(pairs: list[str]) -> tuple[tuple[str, str], ...]:
+    source: dict[str, str] = {}
     for pair in pairs:
         name, sep, value = pair.partition("=")
         if not sep or not name.strip():
             raise UsageError(f"--source: expected KEY=VALUE, got {pair!r}")
         source[name.strip()] = value
-    return source
+    return tuple(source.items())
 
 
+@o.cdc_command(o.INPUT, o.OUTPUT, o.ERRORS, o.REPORT)
 def command(
-    inputs: o.Inputs = None,
-    output: o.Output = "-",
+    common: o.Common,
     split_updates: Annotated[
         bool,
         typer.Option(
@@ -58,10 +57,6 @@ def command(
     ] = None,
     key: o.KeyOpt = None,
     kind_column: o.KindColumn = "op",
-    input_format: o.InputFormat = None,
-    stats: o.StatsOpt = False,
-    progress: o.ProgressOpt = None,
-    verbose: o.VerboseOpt = False,
 ) -> None:
     """Encode changelog rows as Debezium JSON change events (one JSON object per line).
 
@@ -73,34 +68,26 @@ def command(
 
       cdc debezium-decode samples/mysql-inventory.jsonl | cdc debezium-encode --source db=inventory
 
-      cdc debezium-encode changes.jsonl --time-column updated_at -o events.jsonl
+      cdc debezium-decode samples/mysql-inventory.jsonl | cdc debezium-encode --time-column updated_at \\
+        -o /tmp/events.jsonl
     """
-    with reported_errors(verbose):
-        if output != "-" and format_of(output) not in (None, "jsonl"):
-            raise UsageError(
-                f"debezium-encode writes Debezium JSON lines; {output!r} names another format",
-                hint="write to a .jsonl (or .jsonl.gz) file",
-            )
-        counts = Counts()
-        opts = EncodeOptions(
-            kind_column=kind_column,
-            split_updates=split_updates,
-            time_column=time_column,
-            source=parse_source(source or []),
-            key=o.split_list(key),
+    if common.output_format not in (None, "jsonl") or format_of(common.output) not in (None, "jsonl"):
+        raise UsageError(
+            "debezium-encode writes Debezium JSON lines; the output names another format",
+            hint="write to a .jsonl (or .jsonl.gz) file, or stdout",
         )
-        cfg = IOConfig(
-            inputs, output, input_format, "jsonl", (), stats=stats, progress=progress, command="debezium-encode"
-        )
-        run(
-            cfg,
-            lambda reader, reject: encode_debezium(reader, opts, counts),
-            counts,
-            readers=changelog_readers(kind_column),
-            input_choices=CHANGELOG_INPUTS,
-            summary=lambda read: (
-                f"read {read} rows ({counts.kinds_text()}), wrote {counts.written} events ("
-                + ", ".join(f"{k.split()[1]} {n}" for k, n in sorted(counts.notes.items()))
-                + ")"
-            ),
-        )
+    spec = EncodeSpec(
+        kind_column=kind_column,
+        split_updates=split_updates,
+        time_column=time_column,
+        source=parse_source(source or []),
+        key=o.split_list(key),
+    )
+    common.output_format = "jsonl"
+    run(common, spec, "debezium-encode", _summary)
+
+
+def _summary(result: Result) -> str:
+    counts = result.counts
+    events = ", ".join(f"{k.split()[1]} {n}" for k, n in sorted(counts.notes.items()) if k.startswith("events "))
+    return f"read {result.read} rows ({counts.kinds_text()}), wrote {counts.written} events ({events})"

@@ -52,6 +52,11 @@ def reported_errors(verbose: bool = False) -> Iterator[None]:
         where = f"{exc.filename}: " if exc.filename else ""
         say(f"cdc: error: {where}{exc.strerror or exc}; nothing was written to the output file")
         raise typer.Exit(EXIT_DATA) from None
+    except RecursionError:  # a value nested deeper than Python's stack: bad input, not a crash
+        if verbose:
+            traceback.print_exc()
+        say("cdc: error: a value is nested too deeply to process")
+        raise typer.Exit(EXIT_DATA) from None
     except KeyboardInterrupt:
         say("cdc: interrupted")
         raise typer.Exit(EXIT_INTERRUPTED) from None

@@ -9,27 +9,21 @@ import orjson
 import typer
 
 from cdc.cli import options as o
-from cdc.cli.errors import reported_errors
-from cdc.cli.pipeline import CHANGELOG_INPUTS, IOConfig, changelog_readers, read_all
-from cdc.core.convert import split_changes
-from cdc.core.profile import Profile
+from cdc.cli.running import run
+from cdc.core.specs import InspectSpec
 from cdc.formats.jsonl import encode_default
 
 
+@o.cdc_command(o.INPUT, o.ERRORS, o.REPORT)
 def command(
-    inputs: o.Inputs = None,
+    common: o.Common,
     key: o.KeyOpt = None,
     time_column: Annotated[
         str | None,
         typer.Option("--time-column", "-t", show_default=False, help="Report the time range of this column."),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object on stdout, for CI.")] = False,
-    on_error: o.OnErrorOpt = o.OnError.fail,
-    rejects: o.RejectsOpt = None,
     kind_column: o.KindColumn = "op",
-    input_format: o.InputFormat = None,
-    progress: o.ProgressOpt = None,
-    verbose: o.VerboseOpt = False,
 ) -> None:
     """Tell what kind of changelog a file is: kinds present as Flink prints them ([I,UB,UA,D]),
     the mode (append-only / upsert / retract), counts, keys and live rows, consistency findings,
@@ -41,29 +35,18 @@ def command(
 
       cdc debezium-decode samples/mysql-inventory.jsonl | cdc inspect --key id --json
     """
-    with reported_errors(verbose):
-        profile = Profile(o.split_list(key), time_column)
-        cfg = IOConfig(
-            inputs, input_format=input_format, on_error=on_error, rejects=rejects, progress=progress, command="inspect"
+    spec = InspectSpec(kind_column=kind_column, key=o.split_list(key), time_column=time_column)
+    result = run(common, spec, "inspect")
+    report = result.detail.as_dict(common.inputs)
+    if as_json:
+        sys.stdout.buffer.write(
+            orjson.dumps(report, default=encode_default, option=orjson.OPT_APPEND_NEWLINE | orjson.OPT_INDENT_2)
         )
-
-        def consume(reader: Any, reject: Any) -> None:
-            add = profile.add
-            where = reader.location
-            for kind, image in split_changes(reader, kind_column, reject):
-                add(kind, image, where)
-
-        read_all(cfg, consume, readers=changelog_readers(kind_column), input_choices=CHANGELOG_INPUTS)
-        report = profile.as_dict(cfg.paths)
-        if as_json:
-            sys.stdout.buffer.write(
-                orjson.dumps(report, default=encode_default, option=orjson.OPT_APPEND_NEWLINE | orjson.OPT_INDENT_2)
-            )
-        elif sys.stdout.isatty():
-            _panel(report)
-        else:
-            sys.stdout.write(plain(report))
-        sys.stdout.flush()
+    elif sys.stdout.isatty():
+        _panel(report)
+    else:
+        sys.stdout.write(plain(report))
+    sys.stdout.flush()
 
 
 def plain(report: dict[str, Any]) -> str:

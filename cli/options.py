@@ -1,59 +1,208 @@
-"""Options shared by the commands, as ``Annotated`` aliases."""
+"""Options shared by the commands, declared once, as groups a command asks for.
+
+``@cdc_command(INPUT, OUTPUT, ERRORS, REPORT)`` appends the groups' options to the command's own
+and hands the command one ``Common`` object with their values; the command's body then builds a
+spec and calls ``cli.running.run``. Errors raised anywhere inside become a message and an exit
+code at one boundary (``cli.errors``).
+"""
 
 from __future__ import annotations
 
-from enum import StrEnum
-from typing import Annotated
+import functools
+import inspect
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Annotated, Any, get_type_hints
 
 import typer
 
+from cdc.core.model import OnError
+
 IO_PANEL = "Input and output"
 ERR_PANEL = "Errors and reporting"
+SQL_PANEL = "Beyond one machine"
 
 
-class OnError(StrEnum):
-    fail = "fail"
-    skip = "skip"
+def split_list(values: Sequence[str] | str | None) -> tuple[str, ...]:
+    """``['id,name', 'x']`` → ``('id', 'name', 'x')``; repeated names once."""
+    if values is None:
+        return ()
+    if isinstance(values, str):
+        values = [values]
+    return tuple(dict.fromkeys(part.strip() for text in values for part in text.split(",") if part.strip()))
 
 
-Inputs = Annotated[
-    list[str] | None,
-    typer.Argument(help="Input files, read in order as one stream; none or '-' reads stdin.", show_default=False),
-]
-Output = Annotated[
-    str,
-    typer.Option("--output", "-o", help="Output file (written atomically); '-' is stdout.", rich_help_panel=IO_PANEL),
-]
-InputFormat = Annotated[
-    str | None,
-    typer.Option(
-        "--input-format",
-        "-i",
-        help="jsonl|csv|tsv|parquet, and debezium for commands that read changelog rows; "
-        "default: by suffix (stdin: JSONL, Parquet sniffed).",
-        rich_help_panel=IO_PANEL,
-        show_default=False,
-    ),
-]
-OutputFormat = Annotated[
-    str | None,
-    typer.Option(
-        "--output-format",
-        "-f",
-        help="jsonl|csv|tsv|parquet|print|table; default: by suffix, else JSONL.",
-        rich_help_panel=IO_PANEL,
-        show_default=False,
-    ),
-]
-Columns = Annotated[
-    str | None,
-    typer.Option(
-        "--columns",
-        help="Comma list fixing the CSV/Parquet output columns (otherwise the first row does).",
-        rich_help_panel=IO_PANEL,
-        show_default=False,
-    ),
-]
+@dataclass
+class Common:
+    """The shared options' values (a command sees only the groups it asked for)."""
+
+    inputs: list[str] = field(default_factory=list)
+    input_format: str | None = None
+    output: str = "-"
+    output_format: str | None = None
+    columns: tuple[str, ...] = ()
+    on_error: OnError = OnError.fail
+    rejects: str | None = None
+    stats: bool = False
+    progress: bool | None = None
+    verbose: bool = False
+    print_sql: bool = False
+
+
+@dataclass(frozen=True)
+class Group:
+    params: tuple[tuple[str, Any, Any], ...]  # (name, annotation, default)
+
+
+INPUT = Group(
+    (
+        (
+            "inputs",
+            Annotated[
+                list[str] | None,
+                typer.Argument(
+                    help="Input files, read in order as one stream; none or '-' reads stdin.", show_default=False
+                ),
+            ],
+            None,
+        ),
+        (
+            "input_format",
+            Annotated[
+                str | None,
+                typer.Option(
+                    "--input-format",
+                    "-i",
+                    help="jsonl, csv, tsv or parquet (and debezium where changelog rows are read); "
+                    "default: by suffix, stdin JSON lines (Parquet sniffed).",
+                    rich_help_panel=IO_PANEL,
+                    show_default=False,
+                ),
+            ],
+            None,
+        ),
+    )
+)
+OUTPUT = Group(
+    (
+        (
+            "output",
+            Annotated[
+                str,
+                typer.Option(
+                    "--output", "-o", help="Output file (written atomically); '-' is stdout.", rich_help_panel=IO_PANEL
+                ),
+            ],
+            "-",
+        ),
+        (
+            "output_format",
+            Annotated[
+                str | None,
+                typer.Option(
+                    "--output-format",
+                    "-f",
+                    help="jsonl, csv, tsv, parquet, print (Flink's +I[…] rows) or table; "
+                    "default: by suffix, else JSON lines.",
+                    rich_help_panel=IO_PANEL,
+                    show_default=False,
+                ),
+            ],
+            None,
+        ),
+        (
+            "columns",
+            Annotated[
+                str | None,
+                typer.Option(
+                    "--columns",
+                    help="Comma list: write these columns, in this order, in any format (missing ones are null).",
+                    rich_help_panel=IO_PANEL,
+                    show_default=False,
+                ),
+            ],
+            None,
+        ),
+    )
+)
+ERRORS = Group(
+    (
+        (
+            "on_error",
+            Annotated[
+                OnError,
+                typer.Option(
+                    "--on-error",
+                    help="fail on the first bad record, or skip it (counted; kept with --rejects).",
+                    rich_help_panel=ERR_PANEL,
+                    case_sensitive=True,
+                ),
+            ],
+            OnError.fail,
+        ),
+        (
+            "rejects",
+            Annotated[
+                str | None,
+                typer.Option(
+                    "--rejects",
+                    help="With --on-error skip: write each skipped record here as JSON lines.",
+                    rich_help_panel=ERR_PANEL,
+                    show_default=False,
+                ),
+            ],
+            None,
+        ),
+    )
+)
+REPORT = Group(
+    (
+        (
+            "stats",
+            Annotated[
+                bool, typer.Option("--stats", help="Print a one-line summary on stderr.", rich_help_panel=ERR_PANEL)
+            ],
+            False,
+        ),
+        (
+            "progress",
+            Annotated[
+                bool | None,
+                typer.Option(
+                    "--progress/--no-progress",
+                    help="A progress bar on stderr (default: when stderr is a terminal and stdin is not a pipe).",
+                    rich_help_panel=ERR_PANEL,
+                    show_default=False,
+                ),
+            ],
+            None,
+        ),
+        (
+            "verbose",
+            Annotated[
+                bool, typer.Option("--verbose", "-v", help="Show a traceback with errors.", rich_help_panel=ERR_PANEL)
+            ],
+            False,
+        ),
+    )
+)
+SQL = Group(
+    (
+        (
+            "print_sql",
+            Annotated[
+                bool,
+                typer.Option(
+                    "--print-sql",
+                    help="Print the Flink SQL that does the same job on a cluster, and exit.",
+                    rich_help_panel=SQL_PANEL,
+                ),
+            ],
+            False,
+        ),
+    )
+)
+
 KindColumn = Annotated[
     str,
     typer.Option(
@@ -62,49 +211,53 @@ KindColumn = Annotated[
         rich_help_panel=IO_PANEL,
     ),
 ]
-OnErrorOpt = Annotated[
-    OnError,
-    typer.Option(
-        "--on-error",
-        help="fail on the first bad record, or skip (count, and --rejects) it.",
-        rich_help_panel=ERR_PANEL,
-        case_sensitive=True,
-    ),
-]
-RejectsOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--rejects",
-        help="With --on-error skip: write each skipped record here as JSON lines.",
-        rich_help_panel=ERR_PANEL,
-        show_default=False,
-    ),
-]
-StatsOpt = Annotated[
-    bool, typer.Option("--stats", help="Print a one-line summary on stderr.", rich_help_panel=ERR_PANEL)
-]
-ProgressOpt = Annotated[
-    bool | None,
-    typer.Option(
-        "--progress/--no-progress",
-        help="Progress bar on stderr (default: when it is a terminal).",
-        rich_help_panel=ERR_PANEL,
-        show_default=False,
-    ),
-]
-VerboseOpt = Annotated[
-    bool, typer.Option("--verbose", "-v", help="Show a traceback with errors.", rich_help_panel=ERR_PANEL)
-]
 KeyOpt = Annotated[
     list[str] | None,
     typer.Option("--key", "-k", help="Key column(s): a comma list, or repeat the flag.", show_default=False),
 ]
 
 
-def split_list(values: list[str] | str | None) -> tuple[str, ...]:
-    """``['id,name', 'x']`` → ``('id', 'name', 'x')``."""
-    if values is None:
-        return ()
-    if isinstance(values, str):
-        values = [values]
-    return tuple(part.strip() for text in values for part in text.split(",") if part.strip())
+def cdc_command(*groups: Group) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Give a command the groups' options; it receives their values as ``common``."""
+
+    def decorate(command: Callable[..., None]) -> Callable[..., None]:
+        hints = get_type_hints(command, include_extras=True)
+        own = [
+            p.replace(annotation=hints[p.name])
+            for p in inspect.signature(command).parameters.values()
+            if p.name != "common"
+        ]
+        shared = [
+            inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
+            for group in groups
+            for name, annotation, default in group.params
+        ]
+        inputs = [p for p in shared if p.name == "inputs"]  # the positional argument comes first
+        params = [
+            p.replace(kind=inspect.Parameter.KEYWORD_ONLY)
+            for p in [*inputs, *own, *(p for p in shared if p.name != "inputs")]
+        ]
+        names = {p.name for p in shared}
+
+        @functools.wraps(command)
+        def wrapper(**values: Any) -> None:
+            from cdc.cli.errors import reported_errors
+
+            common = Common()
+            for name in names:
+                value = values.pop(name)
+                if name == "columns":
+                    value = split_list(value)
+                elif name == "inputs":
+                    value = list(value or ["-"])
+                elif name == "output_format" and value is not None:
+                    value = value.lower()
+                setattr(common, name, value)
+            with reported_errors(common.verbose):
+                command(common=common, **values)
+
+        wrapper.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+        wrapper.__annotations__ = {p.name: p.annotation for p in params}
+        return wrapper
+
+    return decorate

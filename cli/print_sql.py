@@ -3,43 +3,33 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 from itertools import islice
-from typing import Annotated, Any
+from typing import Any
 
-import typer
-
-from cdc.core.flinksql import Source, infer_columns
-from cdc.formats.registry import INPUT_FORMATS, input_format, open_inputs
-from cdc.formats.streams import STDIO
+from cdc.cli.options import Common
+from cdc.core.flinksql import Source, debezium_sql, from_changelog_sql, infer_columns, to_changelog_sql
+from cdc.core.model import OnError
+from cdc.core.specs import DecodeSpec, FromChangelogSpec, ToChangelogSpec
+from cdc.core.stats import Counts
+from cdc.formats.engine.inputs import open_rows, resolve
+from cdc.formats.engine.job import Job
 
 SAMPLE_ROWS = 100
 
-PrintSql = Annotated[
-    bool,
-    typer.Option(
-        "--print-sql",
-        help="Print the Flink SQL that does the same job on a cluster, and exit.",
-        rich_help_panel="Beyond one machine",
-    ),
-]
+
+def _ignore(err: Any, raw: str) -> None:
+    """A bad record among the first rows says nothing about the columns."""
 
 
-def sample(
-    paths: list[str],
-    fmt: str | None,
-    readers: dict[str, Callable[..., Any]] | None = None,
-    choices: Any = INPUT_FORMATS,
-) -> list[dict[str, Any]]:
-    # Lenient: a bad record among the first rows says nothing about the columns.
-    reader = open_inputs(paths[:1], fmt, lambda err: None, readers=readers, choices=choices)
-    return list(islice(iter(reader), SAMPLE_ROWS))
+def sample(job: Job) -> tuple[Job, list[dict[str, Any]]]:
+    """The job with its formats decided, and the first rows of its first input."""
+    job = resolve(job.with_(inputs=job.inputs[:1]))
+    reader = open_rows(job, _ignore, None, Counts())
+    return job, list(islice(iter(reader), SAMPLE_ROWS))
 
 
-def source_of(paths: list[str], explicit: str | None, choices: Any = INPUT_FORMATS) -> Source:
-    path = paths[0] if paths else STDIO
-    fmt = input_format(path, explicit, choices) or "jsonl"
-    return Source(path, fmt)
+def _source(job: Job) -> Source:
+    return Source(job.inputs[0], job.formats[0])
 
 
 def columns_of(rows: list[dict[str, Any]], source: Source) -> dict[str, str]:
@@ -49,3 +39,66 @@ def columns_of(rows: list[dict[str, Any]], source: Source) -> dict[str, str]:
 def emit(sql: str) -> None:
     sys.stdout.write(sql)
     sys.stdout.flush()
+
+
+def _job(common: Common, spec: Any) -> Job:
+    return Job(spec, inputs=tuple(common.inputs), input_format=common.input_format)
+
+
+def print_from_changelog_sql(common: Common, spec: FromChangelogSpec) -> None:
+    job, rows = sample(_job(common, spec))
+    source = _source(job)
+    emit(
+        from_changelog_sql(
+            "cdc from-changelog",
+            source,
+            columns_of(rows, source),
+            spec.op_column,
+            spec.mapping,
+            spec.keys,
+            common.on_error == OnError.skip,
+            spec.drop,
+        )
+    )
+
+
+def print_to_changelog_sql(common: Common, spec: ToChangelogSpec) -> None:
+    job, rows = sample(_job(common, spec))
+    source = _source(job)
+    if source.fmt == "debezium":
+        rows = [{k: v for k, v in r.items() if k != spec.kind_column} for r in rows]
+    emit(
+        to_changelog_sql(
+            "cdc to-changelog",
+            source,
+            columns_of(rows, source),
+            spec.kind_column,
+            spec.op_column,
+            spec.mapping,
+            spec.drop,
+        )
+    )
+
+
+def print_decode_sql(common: Common, spec: DecodeSpec) -> None:
+    from cdc.formats.debezium import DebeziumDecoder
+    from cdc.formats.registry import open_inputs
+
+    quiet = DecodeSpec(schema_include=spec.schema_include, raw_values=spec.raw_values, on_truncate="skip")
+    job = resolve(_job(common, quiet).with_(inputs=tuple(common.inputs[:1])))
+    decoder = DebeziumDecoder(quiet)  # kept: it tells whether the events came in an envelope
+    reader = open_inputs(job.inputs, job.formats, _ignore, None, {"debezium": decoder.reader})
+    rows = list(islice(iter(reader), SAMPLE_ROWS))
+    images = [{k: v for k, v in r.items() if k != quiet.kind_column} for r in rows]
+    source = Source(job.inputs[0], "debezium")
+    emit(
+        debezium_sql(
+            "cdc debezium-decode",
+            source,
+            columns_of(images, source),
+            spec.schema_include == "true" or decoder.saw_envelope,
+            list(spec.metadata),
+            common.on_error == OnError.skip,
+            spec.key,
+        )
+    )

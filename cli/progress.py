@@ -1,34 +1,46 @@
-"""A byte-progress bar on stderr, only when stderr is a terminal."""
+"""A progress bar on stderr: input bytes consumed, of the total when the inputs are files.
+
+One bar per terminal: by default only a cdc that reads files (not a pipe) draws it, so in
+``cdc decode dump.jsonl | cdc materialize --key id`` the first process shows the bar and the
+second stays quiet; ``--progress`` forces a bar, ``--no-progress`` hides it.
+"""
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-
-from cdc.formats.streams import input_size
+from collections.abc import Sequence
+from typing import Any
 
 
-@contextmanager
-def byte_progress(paths: Sequence[str], enabled: bool | None) -> Iterator[Callable[[int], None] | None]:
-    if enabled is None:
-        enabled = sys.stderr.isatty()
-    if not enabled:
-        yield None
-        return
-    from rich.console import Console
-    from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
+def wanted(enabled: bool | None, inputs: Sequence[str]) -> bool:
+    if enabled is not None:
+        return enabled
+    return sys.stderr.isatty() and "-" not in inputs
 
-    sizes = [input_size(p) for p in paths] or [None]
-    total = None if None in sizes else sum(s for s in sizes if s is not None)
-    progress = Progress(
-        BarColumn(),
-        DownloadColumn(),
-        TransferSpeedColumn(),
-        TimeRemainingColumn(),
-        console=Console(stderr=True),
-        transient=True,
-    )
-    task = progress.add_task("reading", total=total)
-    with progress:
-        yield lambda n: progress.advance(task, n)
+
+class Bar:
+    """The engine's ``Progress``: a rich bar, shown from ``start`` until ``stop``."""
+
+    def __init__(self) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
+
+        self._progress: Any = Progress(
+            BarColumn(),
+            DownloadColumn(),
+            TransferSpeedColumn(),
+            TimeRemainingColumn(),
+            console=Console(stderr=True),
+            transient=True,
+        )
+        self._task: Any = None
+
+    def start(self, total: int | None) -> None:
+        self._task = self._progress.add_task("reading", total=total)
+        self._progress.start()
+
+    def advance(self, consumed: int) -> None:
+        self._progress.advance(self._task, consumed)
+
+    def stop(self) -> None:
+        self._progress.stop()

@@ -4,22 +4,20 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from enum import StrEnum
 from typing import Annotated, Any
 
 import typer
 
 from cdc.cli import options as o
-from cdc.cli.errors import reported_errors, say
-from cdc.cli.pipeline import CHANGELOG_INPUTS, IOConfig, changelog_readers, read_all, run
-from cdc.core.compare import canonical
-from cdc.core.convert import split_changes
+from cdc.cli.errors import say
+from cdc.cli.running import job_of, run
 from cdc.core.errors import UsageError
-from cdc.core.replay import Change, KeyedReplay, ReplayCounts, ReplayOptions, replay
-from cdc.core.rowstore import Row
-from cdc.core.stats import Counts
-from cdc.formats.base import Reject
+from cdc.core.inputmodes import change_reader, parse_delete_when
+from cdc.core.replay import KeyedReplay, ReplayCounts
+from cdc.core.specs import ReplaySpec
+from cdc.formats.engine.job import Result
 
 REPLAY_PANEL = "Replay"
 
@@ -35,33 +33,9 @@ class Emit(StrEnum):
     upsert = "upsert"
 
 
-def parse_delete_when(text: str | None) -> tuple[str, str] | None:
-    if text is None:
-        return None
-    column, sep, value = text.partition("=")
-    if not sep or not column.strip():
-        raise UsageError(f"--delete-when: expected COLUMN=VALUE, got {text!r}; e.g. --delete-when __deleted=true")
-    return column.strip(), value
-
-
-def input_changes(
-    rows: Iterable[Row], mode: InputMode, kind_column: str, delete_when: tuple[str, str] | None, reject: Reject | None
-) -> Iterator[Change]:
-    if mode == InputMode.changelog:
-        yield from split_changes(rows, kind_column, reject)
-    elif mode == InputMode.append:
-        for row in rows:
-            yield "+I", row
-    else:
-        column, value = delete_when if delete_when is not None else (None, None)
-        for row in rows:
-            deleted = column is not None and canonical(row.get(column)) == canonical(value)
-            yield ("-D" if deleted else "+U"), row
-
-
+@o.cdc_command(o.INPUT, o.OUTPUT, o.ERRORS, o.REPORT)
 def command(
-    inputs: o.Inputs = None,
-    output: o.Output = "-",
+    common: o.Common,
     key: o.KeyOpt = None,
     input_mode: Annotated[
         InputMode,
@@ -140,15 +114,7 @@ def command(
     delay: Annotated[
         float, typer.Option("--delay", rich_help_panel=REPLAY_PANEL, help="With --live: seconds per change.")
     ] = 0.1,
-    on_error: o.OnErrorOpt = o.OnError.fail,
-    rejects: o.RejectsOpt = None,
     kind_column: o.KindColumn = "op",
-    input_format: o.InputFormat = None,
-    output_format: o.OutputFormat = None,
-    columns: o.Columns = None,
-    stats: o.StatsOpt = False,
-    progress: o.ProgressOpt = None,
-    verbose: o.VerboseOpt = False,
 ) -> None:
     """Run a changelog through keyed state and re-emit it as retract or upsert (Flink ChangelogNormalize).
 
@@ -163,55 +129,28 @@ def command(
 
       cdc replay changes.jsonl --key id --time-column ts --since T1 --until T2 --net
     """
-    with reported_errors(verbose):
-        options = ReplayOptions(o.split_list(key), emit.value, keep_noop, order_by, time_column, since, until, net)
-        options.check()
-        deletes = parse_delete_when(delete_when)
-        if deletes is not None and input_mode != InputMode.upsert:
-            raise UsageError("--delete-when goes with --input-mode upsert")
-        counts = ReplayCounts()
-        cfg = IOConfig(
-            inputs,
-            output,
-            input_format,
-            output_format,
-            o.split_list(columns),
-            on_error,
-            rejects,
-            stats,
-            progress,
-            kind_column=kind_column,
-            command="replay",
-        )
-        readers = changelog_readers(kind_column) if input_mode == InputMode.changelog else None
-        choices = CHANGELOG_INPUTS if input_mode == InputMode.changelog else cfg_inputs()
-        if live:
-            _live(cfg, options, input_mode, kind_column, deletes, delay, readers, choices)
-            return
-
-        def transform(reader: Any, reject: Reject | None) -> Iterator[Row]:
-            changes = input_changes(reader, input_mode, kind_column, deletes, reject)
-            for kind, image in replay(changes, options, counts):
-                yield {kind_column: kind, **image}
-
-        run(
-            cfg,
-            transform,
-            Counts(),
-            readers=readers,
-            input_choices=choices,
-            summary=lambda read: _summary(counts, read),
-        )
+    spec = ReplaySpec(
+        key=o.split_list(key),
+        emit=emit.value,
+        keep_noop=keep_noop,
+        order_by=order_by,
+        time_column=time_column,
+        since=since,
+        until=until,
+        net=net,
+        input_mode=input_mode.value,
+        delete_when=parse_delete_when(delete_when),
+        kind_column=kind_column,
+    )
+    if live:
+        _live(common, spec, delay)
+        return
+    run(common, spec, "replay", _summary)
 
 
-def cfg_inputs() -> tuple[str, ...]:
-    from cdc.formats.registry import INPUT_FORMATS
-
-    return INPUT_FORMATS
-
-
-def _summary(c: ReplayCounts, read: int) -> str:
-    parts = [f"read {read}", f"wrote {c.written}", f"dropped {c.noops} no-op update(s)"]
+def _summary(result: Result) -> str:
+    c: ReplayCounts = result.detail
+    parts = [f"read {result.read}", f"wrote {c.written}", f"dropped {c.noops} no-op update(s)"]
     if c.late:
         parts.append(f"{c.late} late row(s) ignored")
     if c.ignored_retractions:
@@ -222,16 +161,7 @@ def _summary(c: ReplayCounts, read: int) -> str:
     return ", ".join(parts)
 
 
-def _live(
-    cfg: IOConfig,
-    options: ReplayOptions,
-    mode: InputMode,
-    kind_column: str,
-    deletes: tuple[str, str] | None,
-    delay: float,
-    readers: Any,
-    choices: Any,
-) -> None:
+def _live(common: o.Common, spec: ReplaySpec, delay: float) -> None:
     """A rich Live table: each change applies, its row lights up in its kind's colour."""
     if not sys.stdout.isatty():
         raise UsageError(
@@ -243,9 +173,12 @@ def _live(
     from rich.table import Table
 
     from cdc.cli.table import KIND_STYLES, cell
+    from cdc.core.specs import CopySpec
+    from cdc.formats.engine.run import run_job
 
-    state = KeyedReplay(options)
+    state = KeyedReplay(spec)
     console = Console()
+    change_of = change_reader(spec.input_mode, spec.kind_column, spec.delete_when)
 
     def render(last_kind: str | None, last_key: Any) -> Table:
         table = Table(title=f"replay — {len(state.table)} live rows", show_edge=False)
@@ -259,14 +192,24 @@ def _live(
             )
         return table
 
-    with Live(render(None, None), console=console, refresh_per_second=20) as view:
+    class Watch:
+        """A sink that applies each row as it arrives and redraws the table."""
 
-        def consume(reader: Any, reject: Reject | None) -> None:
-            for kind, image in input_changes(reader, mode, kind_column, deletes, reject):
+        def __init__(self, view: Live):
+            self.view = view
+
+        def write_rows(self, rows: Iterable[dict[str, Any]]) -> None:
+            for row in rows:
+                kind, image = change_of(row)
                 out = state.apply(kind, image)
                 if out:
-                    view.update(render(out[-1][0], state.table.key_of(image)))
+                    self.view.update(render(out[-1][0], state.table.key_of(image)))
                     time.sleep(delay)
 
-        read_all(cfg, consume, readers=readers, input_choices=choices)
+        def close(self) -> None:
+            pass
+
+    with Live(render(None, None), console=console, refresh_per_second=20) as view:
+        reads = "changelog" if spec.input_mode == "changelog" else "rows"
+        run_job(job_of(common, CopySpec(reads, spec.kind_column), Watch(view)))
     say(f"cdc: replay: {len(state.table)} live rows")

@@ -6,35 +6,83 @@ given (``--on-error skip``), which records it; the caller attaches the location.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from cdc.core.errors import InputError
+from cdc.core.errors import InputError, UsageError
 from cdc.core.kinds import KIND_BY_TEXT, RowKind
-from cdc.core.mapping import describe_codes
+from cdc.core.mapping import (
+    describe_codes,
+    is_upsert_mapping,
+    parse_from_mapping,
+    parse_kinds,
+    parse_to_mapping,
+    reverse_mapping,
+)
+from cdc.core.model import Row
+from cdc.core.presets import get_preset
+from cdc.core.specs import FromChangelogSpec, ToChangelogSpec
 from cdc.core.stats import Counts
 
-Row = dict[str, Any]
-Reject = Callable[[InputError], None]
 _MISSING = object()
+UPSERT_NEEDS_KEY = (
+    "an op mapping that produces UPDATE_AFTER without UPDATE_BEFORE describes an upsert changelog and requires a key"
+)
 
 
-@dataclass(frozen=True)
-class FromChangelogSpec:
-    op_column: str
-    mapping: Mapping[str, RowKind]
-    kind_column: str = "op"
-    keys: tuple[str, ...] = ()
-    drop: frozenset[RowKind] = field(default_factory=frozenset)
+def from_changelog_spec(
+    op: str | None = None,
+    op_mapping: Sequence[str] = (),
+    preset: str | None = None,
+    keys: Sequence[str] = (),
+    drop: Sequence[str] = (),
+    kind_column: str = "op",
+) -> FromChangelogSpec:
+    """The spec of a FROM_CHANGELOG job, from flags: a preset sets the op column and mapping,
+    explicit flags override it; an upsert mapping needs its key (Flink's PARTITION BY)."""
+    chosen = get_preset(preset) if preset else None
+    if op_mapping:
+        mapping = parse_from_mapping(op_mapping)
+    elif chosen is not None:
+        mapping = dict(chosen.mapping)
+    else:
+        mapping = parse_from_mapping([])
+    if is_upsert_mapping(mapping.values()) and not keys:
+        raise UsageError(
+            UPSERT_NEEDS_KEY,
+            hint="give the upsert key with --key COLUMN (Flink's PARTITION BY), "
+            "or map a code to UPDATE_BEFORE for retract semantics",
+        )
+    return FromChangelogSpec(
+        op_column=op or (chosen.op_column if chosen else "op"),
+        mapping=mapping,
+        kind_column=kind_column,
+        keys=tuple(dict.fromkeys(keys)),
+        drop=frozenset(parse_kinds(drop, "--drop")),
+    )
 
 
-@dataclass(frozen=True)
-class ToChangelogSpec:
-    mapping: Mapping[RowKind, str]
-    op_column: str = "op"
-    kind_column: str = "op"
-    drop: frozenset[RowKind] = field(default_factory=frozenset)
+def to_changelog_spec(
+    op: str | None = None,
+    op_mapping: Sequence[str] = (),
+    preset: str | None = None,
+    drop: Sequence[str] = (),
+    kind_column: str = "op",
+) -> ToChangelogSpec:
+    """The spec of a TO_CHANGELOG job, from flags; a preset's mapping is turned around."""
+    chosen = get_preset(preset) if preset else None
+    if op_mapping:
+        mapping = parse_to_mapping(op_mapping)
+    elif chosen is not None:
+        mapping = reverse_mapping(chosen.mapping)
+    else:
+        mapping = parse_to_mapping([])
+    return ToChangelogSpec(
+        mapping=mapping,
+        op_column=op or (chosen.op_column if chosen else "op"),
+        kind_column=kind_column,
+        drop=frozenset(parse_kinds(drop, "--drop")),
+    )
 
 
 def type_name(value: object) -> str:
@@ -115,30 +163,13 @@ class FromChangelogRow:
         return out
 
 
-def convert_rows(
-    rows: Iterable[Row],
-    convert: Callable[[Row], tuple[Row, ...] | list[Row]],
-    counts: Counts,
-    reject: Reject | None = None,
-) -> Iterator[Row]:
-    """Apply a row conversion to a stream; bad rows raise, or go to ``reject``."""
+def from_changelog(rows: Iterable[Row], spec: FromChangelogSpec, counts: Counts) -> Iterator[Row]:
+    """Append-only rows with an op-code column → changelog rows (kind column first); a bad row
+    raises ``InputError`` (the engine decides whether it fails the run or is set aside)."""
+    convert = FromChangelogRow(spec, counts)
     for row in rows:
-        try:
-            out = convert(row)
-        except InputError as err:
-            if reject is None:
-                raise
-            reject(err)
-            continue
-        yield from out
+        yield from convert(row)
     counts.written = sum(counts.by_kind.values())
-
-
-def from_changelog(
-    rows: Iterable[Row], spec: FromChangelogSpec, counts: Counts, reject: Reject | None = None
-) -> Iterator[Row]:
-    """Append-only rows with an op-code column → changelog rows (kind column first)."""
-    return convert_rows(rows, FromChangelogRow(spec, counts), counts, reject)
 
 
 def read_kind(row: Mapping[str, Any], kind_column: str) -> RowKind:
@@ -202,27 +233,25 @@ class ToChangelogRow:
         return (out,)
 
 
-def to_changelog(
-    rows: Iterable[Row], spec: ToChangelogSpec, counts: Counts, reject: Reject | None = None
-) -> Iterator[Row]:
+def to_changelog(rows: Iterable[Row], spec: ToChangelogSpec, counts: Counts) -> Iterator[Row]:
     """Changelog rows → append-only rows with an op column first; unmapped kinds are dropped."""
-    return convert_rows(rows, ToChangelogRow(spec, counts), counts, reject)
+    convert = ToChangelogRow(spec, counts)
+    for row in rows:
+        yield from convert(row)
+    counts.written = sum(counts.by_kind.values())
 
 
-def split_changes(rows: Iterable[Row], kind_column: str, reject: Reject | None = None) -> Iterator[tuple[str, Row]]:
-    """Changelog rows → ``(kind, image)`` pairs; the image is the row without its kind column.
+_KIND_VALUES = {text: kind.value for text, kind in KIND_BY_TEXT.items()}
+
+
+def split_change(row: Row, kind_column: str) -> tuple[str, Row]:
+    """A changelog row → ``(kind, image)``, the image being the row without its kind column.
 
     The kind column is popped from the row in place: readers hand out fresh dicts.
     """
-    kinds = {text: kind.value for text, kind in KIND_BY_TEXT.items()}
-    for row in rows:
-        text = row.get(kind_column, _MISSING)
-        kind = kinds.get(text) if type(text) is str else None  # type: ignore[arg-type]
-        if kind is None:
-            err = bad_kind(text, kind_column)
-            if reject is None:
-                raise err
-            reject(err)
-            continue
-        del row[kind_column]
-        yield kind, row
+    text = row.get(kind_column, _MISSING)
+    kind = _KIND_VALUES.get(text) if type(text) is str else None  # type: ignore[arg-type]
+    if kind is None:
+        raise bad_kind(text, kind_column)
+    del row[kind_column]
+    return kind, row

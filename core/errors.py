@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Self
 
 
 @dataclass(frozen=True, slots=True)
 class Location:
-    """Where a record came from: ``orders.jsonl:17`` or ``orders.parquet: row 1042``."""
+    """Where a record came from: ``orders.jsonl:17`` or ``orders.parquet: row 1042``.
+
+    Lines and rows both count from 1: ``row 1`` is a Parquet file's first row."""
 
     source: str
     line: int | None = None
-    row: int | None = None  # 0-based row index, for formats without lines (Parquet)
+    row: int | None = None  # 1-based row number, for formats without lines (Parquet)
 
     def __str__(self) -> str:
         if self.line is not None:
@@ -22,7 +25,7 @@ class Location:
 
     @property
     def number(self) -> int | None:
-        """The line (or row index) to report in a rejects file."""
+        """The line (or row number) to report in a rejects file."""
         return self.line if self.line is not None else self.row
 
 
@@ -37,7 +40,7 @@ class CdcError(Exception):
         self.where = where
         self.hint = hint
 
-    def located(self, where: Location | None) -> CdcError:
+    def located(self, where: Location | None) -> Self:
         """Attach a location unless the error already carries one; returns self."""
         if self.where is None and where is not None:
             self.where = where

@@ -13,31 +13,11 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from cdc.core.errors import InputError, UsageError
-from cdc.core.rowstore import Key, KeyedRows, Row
+from cdc.core.errors import InputError
+from cdc.core.model import Change, Key, Row
+from cdc.core.rowstore import KeyedRows
+from cdc.core.specs import ReplaySpec
 from cdc.core.timeorder import TimePoint
-
-Change = tuple[str, Row]
-
-
-@dataclass(frozen=True)
-class ReplayOptions:
-    key: tuple[str, ...]
-    emit: str = "retract"  # retract | upsert
-    keep_noop: bool = False
-    order_by: str | None = None
-    time_column: str | None = None
-    since: Any = None
-    until: Any = None
-    net: bool = False
-
-    def check(self) -> None:
-        if not self.key:
-            raise UsageError("replay needs --key: its state holds one row per key")
-        if (self.since is not None or self.until is not None) and not self.time_column:
-            raise UsageError("--since/--until need --time-column COL")
-        if self.net and (self.since is None or self.until is None):
-            raise UsageError("--net needs both --since and --until: it is the change between two states")
 
 
 @dataclass
@@ -56,7 +36,7 @@ class ReplayCounts:
 class KeyedReplay:
     """State plus the emission rules; ``apply`` returns what to emit for one change."""
 
-    def __init__(self, options: ReplayOptions, counts: ReplayCounts | None = None):
+    def __init__(self, options: ReplaySpec, counts: ReplayCounts | None = None):
         self.options = options
         self.counts = counts if counts is not None else ReplayCounts()
         self.table = KeyedRows(options.key)
@@ -113,64 +93,63 @@ def _count_output(counts: ReplayCounts, changes: list[Change]) -> None:
             counts.retract_messages += 1  # the -U a retract encoding would add
 
 
-def replay(changes: Iterable[Change], options: ReplayOptions, counts: ReplayCounts | None = None) -> Iterator[Change]:
-    """Re-emit ``changes`` as ``options.emit`` says, within the ``--since``/``--until`` window."""
-    options.check()
-    counts = counts if counts is not None else ReplayCounts()
-    since = TimePoint(options.since) if options.since is not None else None
-    until = TimePoint(options.until) if options.until is not None else None
-    if options.net:
-        yield from _net(changes, options, counts, since, until)  # type: ignore[arg-type]
-        return
-    state = KeyedReplay(options, counts)
-    tc = options.time_column
-    for kind, image in changes:
+class Replayer:
+    """Re-emits changes as ``spec.emit`` says, within the ``--since``/``--until`` window: ``step``
+    per change, ``finish`` at the end (``--net`` emits only then)."""
+
+    def __init__(self, spec: ReplaySpec, counts: ReplayCounts | None = None):
+        self.spec = spec
+        self.counts = counts if counts is not None else ReplayCounts()
+        self.since = TimePoint(spec.since) if spec.since is not None else None
+        self.until = TimePoint(spec.until) if spec.until is not None else None
+        self.state = KeyedReplay(spec, self.counts)
+        self.at_since = KeyedReplay(spec) if spec.net else None  # --net: the state at --since too
+
+    def step(self, kind: str, image: Row) -> list[Change]:
+        counts = self.counts
         counts.read += 1
         emit = True
+        tc = self.spec.time_column
         if tc is not None:
             if tc not in image:
                 raise InputError(f"time column {tc!r} does not exist in this row")
             t = image[tc]
-            if until is not None and until.compare(t) > 0:
+            if self.until is not None and self.until.compare(t) > 0:
                 counts.after_window += 1
-                continue
-            if since is not None and since.compare(t) <= 0:
-                counts.before_window += 1
+                return []
+            if self.since is not None and self.since.compare(t) <= 0:
+                if self.at_since is not None:
+                    self.at_since.apply(kind, image, emit=False)
+                else:
+                    counts.before_window += 1
                 emit = False
-        out = state.apply(kind, image, emit)
+        if self.at_since is not None:
+            self.state.apply(kind, image, emit=False)
+            return []
+        out = self.state.apply(kind, image, emit)
         if out:
             _count_output(counts, out)
-            yield from out
+        return out
+
+    def finish(self) -> list[Change]:
+        if self.at_since is None:
+            return []
+        before, after = self.at_since.table.rows, self.state.table.rows
+        out: list[Change] = []
+        for key, old in before.items():
+            new = after.get(key)
+            if new is None:
+                out.append(("-D", old))
+            elif new != old:
+                out.extend([("-U", old), ("+U", new)] if self.spec.emit == "retract" else [("+U", new)])
+        out.extend(("+I", new) for key, new in after.items() if key not in before)
+        _count_output(self.counts, out)
+        return out
 
 
-def _net(
-    changes: Iterable[Change], options: ReplayOptions, counts: ReplayCounts, since: TimePoint, until: TimePoint
-) -> Iterator[Change]:
-    """The changelog that turns the state at ``since`` into the state at ``until``."""
-    at_since = KeyedReplay(options)
-    at_until = KeyedReplay(options)
-    tc = options.time_column
-    assert tc is not None
+def replay(changes: Iterable[Change], spec: ReplaySpec, counts: ReplayCounts | None = None) -> Iterator[Change]:
+    """Re-emit ``changes`` as ``spec`` says (the whole stream at once)."""
+    replayer = Replayer(spec, counts)
     for kind, image in changes:
-        counts.read += 1
-        if tc not in image:
-            raise InputError(f"time column {tc!r} does not exist in this row")
-        t = image[tc]
-        if until.compare(t) > 0:
-            counts.after_window += 1
-            continue
-        at_until.apply(kind, image, emit=False)
-        if since.compare(t) <= 0:
-            at_since.apply(kind, image, emit=False)
-    counts.late = at_until.counts.late
-    before, after = at_since.table.rows, at_until.table.rows
-    out: list[Change] = []
-    for key, old in before.items():
-        new = after.get(key)
-        if new is None:
-            out.append(("-D", old))
-        elif new != old:
-            out.extend([("-U", old), ("+U", new)] if options.emit == "retract" else [("+U", new)])
-    out.extend(("+I", new) for key, new in after.items() if key not in before)
-    _count_output(counts, out)
-    yield from out
+        yield from replayer.step(kind, image)
+    yield from replayer.finish()

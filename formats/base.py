@@ -1,4 +1,4 @@
-"""What every reader and writer offers the commands."""
+"""What every reader and writer offers the engine."""
 
 from __future__ import annotations
 
@@ -6,20 +6,22 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Protocol
 
 from cdc.core.errors import InputError, Location
-
-Row = dict[str, Any]
-Reject = Callable[[InputError], None]
+from cdc.core.model import Reject, Row, fail_on_bad
 
 
 class RowReader:
-    """Yields the rows of one input and knows where the last one came from."""
+    """Yields the rows of one input and knows where the last one came from.
+
+    A bad record goes to ``reject`` with its location and raw text (which raises under
+    ``--on-error fail``); ``records`` counts every record read, good or bad.
+    """
 
     arrow_schema: Any = None  # a pyarrow schema when the input has one (Parquet)
 
     def __init__(self, source: str, reject: Reject | None = None):
         self.source = source
-        self.reject = reject
-        self.records = 0  # records read, good or bad: the "read" side of the accounting
+        self.reject: Reject = reject or fail_on_bad
+        self.records = 0
 
     def __iter__(self) -> Iterator[Row]:
         raise NotImplementedError
@@ -32,11 +34,11 @@ class RowReader:
         return ""
 
     def bad_record(self, err: InputError) -> None:
-        """Raise, or hand to ``--on-error skip``'s reject callback."""
-        err.located(self.location())
-        if self.reject is None:
-            raise err
-        self.reject(err)
+        """Raise, or set aside under ``--on-error skip``."""
+        self.reject(err.located(self.location()), self.raw())
+
+    def close(self) -> None:
+        pass
 
 
 class RowWriter(Protocol):
@@ -52,35 +54,32 @@ class ChainedReader(RowReader):
         super().__init__("<inputs>")
         self._openers = openers
         self.current: RowReader | None = None
-        self._done = 0
-        self._finished = False
+        self._done = 0  # records of the inputs already read
+        self._schema: Any = None  # the last input's, once it is open (Parquet output keeps its types)
 
     def __iter__(self) -> Iterator[Row]:
         for open_reader in self._openers:
             reader = open_reader()
             self.current = reader
-            self._finished = False
             try:
                 yield from reader
             finally:
+                self._schema = reader.arrow_schema
                 self._done += reader.records
-                self._finished = True
-                close = getattr(reader, "close", None)
-                if close is not None:
-                    close()
+                self.current = None
+                reader.close()
 
     @property  # type: ignore[override]
     def records(self) -> int:
-        now = self.current.records if self.current is not None and not self._finished else 0
-        return self._done + now
+        return self._done + (self.current.records if self.current is not None else 0)
 
     @records.setter
     def records(self, value: int) -> None:
-        pass
+        pass  # counted by the readers it chains
 
-    @property
-    def arrow_schema(self) -> Any:  # type: ignore[override]
-        return self.current.arrow_schema if self.current is not None else None
+    @property  # type: ignore[override]
+    def arrow_schema(self) -> Any:
+        return self.current.arrow_schema if self.current is not None else self._schema
 
     def location(self) -> Location:
         return self.current.location() if self.current is not None else Location(self.source)

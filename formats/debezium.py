@@ -11,16 +11,17 @@ import datetime as dt
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, BinaryIO
 
 import orjson
 
 from cdc.core.errors import InputError, Location, UsageError
+from cdc.core.model import Reject, Row
 from cdc.core.rowstore import KeyedRows, MultisetRows
+from cdc.core.specs import DecodeSpec, EncodeSpec
 from cdc.core.stats import Counts
-from cdc.formats.base import Reject, Row, RowReader
+from cdc.formats.base import RowReader
 from cdc.formats.jsonl import JsonlReader
 from cdc.formats.logical_types import BadValue, Converter, converter_for, decimal_types, has_exact_decimals
 
@@ -47,8 +48,8 @@ def metadata_column(key: str) -> str:
     return re.sub(r"[^0-9A-Za-z_]", "_", key)
 
 
-def parse_metadata(specs: Sequence[str]) -> list[tuple[str, str]]:
-    """``['source.table=tbl', 'ingestion-timestamp']`` → ``[(key, column), …]``."""
+def parse_metadata(specs: Sequence[str]) -> tuple[tuple[str, str], ...]:
+    """``['source.table=tbl', 'ingestion-timestamp']`` → ``((key, column), …)``."""
     out = []
     for spec in specs:
         key, _, column = spec.partition("=")
@@ -56,17 +57,7 @@ def parse_metadata(specs: Sequence[str]) -> list[tuple[str, str]]:
         if key not in METADATA_KEYS:
             raise UsageError(f"--metadata: unknown key {key!r}; choose from {', '.join(METADATA_KEYS)}")
         out.append((key, column.strip() or metadata_column(key)))
-    return out
-
-
-@dataclass
-class DebeziumOptions:
-    kind_column: str = "op"
-    schema_include: str = "auto"  # auto | true | false
-    raw_values: bool = False
-    metadata: list[tuple[str, str]] = field(default_factory=list)
-    on_truncate: str = "fail"  # fail | skip | delete
-    key: tuple[str, ...] = ()
+    return tuple(out)
 
 
 def _utc_millis(value: Any) -> Any:
@@ -81,12 +72,13 @@ def _stringify(value: Any) -> str | None:
     return orjson.dumps(value).decode()
 
 
-class DebeziumReader(RowReader):
-    """Reads one input of Debezium JSON lines and yields changelog rows (kind column first)."""
+class EnvelopeReader(RowReader):
+    """Reads one input of change events (JSON lines) and yields the changelog rows a decoder
+    makes of them; a bad event is a bad record at its line."""
 
-    def __init__(self, stream: BinaryIO, source: str, reject: Reject | None, decoder: DebeziumDecoder):
+    def __init__(self, stream: BinaryIO, source: str, reject: Reject | None, decoder: Any):
         super().__init__(source, reject)
-        self.lines = JsonlReader(stream, source, reject=self._reject_line)
+        self.lines = JsonlReader(stream, source, reject=self.reject)
         self.decoder = decoder
 
     # The line reader's location and raw text are this reader's.
@@ -96,23 +88,19 @@ class DebeziumReader(RowReader):
     def raw(self) -> str:
         return self.lines.raw()
 
-    @property
-    def records(self) -> int:  # type: ignore[override]
+    @property  # type: ignore[override]
+    def records(self) -> int:
         return self.lines.records
 
     @records.setter
     def records(self, value: int) -> None:
         pass
 
-    def _reject_line(self, err: InputError) -> None:
-        if self.reject is None:
-            raise err
-        self.reject(err)
-
     @property  # type: ignore[override]
     def arrow_schema(self) -> Any:
-        """Decimal columns with the precision the Debezium schema declares (for Parquet output)."""
-        return self.decoder.arrow_fields()
+        """Column types the envelope declares (Debezium decimals), for Parquet output."""
+        fields = getattr(self.decoder, "arrow_fields", None)
+        return fields() if fields is not None else None
 
     @arrow_schema.setter
     def arrow_schema(self, value: Any) -> None:
@@ -128,12 +116,15 @@ class DebeziumReader(RowReader):
                 err = exc if isinstance(exc, InputError) else InputError(str(exc))
                 self.bad_record(err)
 
+    def close(self) -> None:
+        self.lines.close()
+
 
 class DebeziumDecoder:
     """Event → rows, with the state that spans every input of one command (keys, schemas)."""
 
-    def __init__(self, options: DebeziumOptions | None = None, counts: Counts | None = None):
-        self.options = opts = options or DebeziumOptions()
+    def __init__(self, options: DecodeSpec | None = None, counts: Counts | None = None):
+        self.options = opts = options or DecodeSpec()
         self.counts = counts if counts is not None else Counts()
         self._converters: dict[bytes, tuple[dict[str, Converter], bool]] = {}
         self.keyed = KeyedRows(opts.key) if opts.key else None
@@ -154,8 +145,8 @@ class DebeziumDecoder:
             for name, (p, s) in self._decimals.items()
         ]
 
-    def reader(self, stream: BinaryIO, source: str, reject: Reject | None = None) -> DebeziumReader:
-        return DebeziumReader(stream, source, reject, self)
+    def reader(self, stream: BinaryIO, source: str, reject: Reject | None = None) -> EnvelopeReader:
+        return EnvelopeReader(stream, source, reject, self)
 
     @property
     def stateless(self) -> bool:
@@ -287,8 +278,10 @@ class DebeziumDecoder:
                 f'the "before" field of {what} message is incomplete (missing {missing}); {REPLICA_CAUSE}',
                 hint=REPLICA_HINT,
             )
-        source = before if isinstance(before, dict) else after
-        if not isinstance(source, dict) or not all(c in source and source[c] is not None for c in keyed.columns):
+        # A Debezium u never changes the key (a key change arrives as d + c): an update whose
+        # before image lacks it finds it in the after image.
+        source = before if _has_key(before, keyed.columns) else after if _has_key(after, keyed.columns) else None
+        if source is None:
             raise InputError(
                 f"{what} message names no key: 'before' is {_what(before)} and the key column(s) "
                 f"{', '.join(keyed.columns)} cannot be found"
@@ -444,6 +437,10 @@ class DebeziumDecoder:
         return {column: values[key] for key, column in self.options.metadata}
 
 
+def _has_key(image: Any, columns: Sequence[str]) -> bool:
+    return isinstance(image, dict) and all(image.get(c) is not None for c in columns)
+
+
 def _what(value: Any) -> str:
     return "null" if value is None else type(value).__name__
 
@@ -487,15 +484,6 @@ def _apply(converters: dict[str, Converter], image: Any) -> Any:
 # -- encoding -------------------------------------------------------------------------------
 
 
-@dataclass
-class EncodeOptions:
-    kind_column: str = "op"
-    split_updates: bool = False
-    time_column: str | None = None
-    source: dict[str, Any] = field(default_factory=dict)
-    key: tuple[str, ...] = ()
-
-
 def _epoch_millis(value: Any) -> int:
     if isinstance(value, bool):
         raise InputError(f"time column value {value!r} is not a time")
@@ -516,56 +504,71 @@ def _epoch_millis(value: Any) -> int:
     raise InputError(f"time column value {value!r} is neither epoch milliseconds nor an ISO date-time")
 
 
-def encode_debezium(rows: Iterable[Row], options: EncodeOptions, counts: Counts) -> Iterator[Row]:
-    """Changelog rows → Debezium events; an adjacent ``-U``/``+U`` pair becomes one ``u`` event."""
-    from cdc.core.convert import read_kind
+class DebeziumEncoder:
+    """Changelog rows → Debezium events, a row at a time: ``step`` returns the events a row
+    completes; an adjacent ``-U``/``+U`` pair becomes one ``u`` event, so a ``-U`` waits for the
+    next row (``finish`` writes a last lone one as a ``d``)."""
 
-    kc = options.kind_column
-    source = options.source or None
-    now_ms = int(dt.datetime.now(tz=dt.UTC).timestamp() * 1000)
-    key_cols = options.key
+    def __init__(self, spec: EncodeSpec, counts: Counts):
+        self.spec = spec
+        self.counts = counts
+        self.source = dict(spec.source) or None
+        self.now_ms = int(dt.datetime.now(tz=dt.UTC).timestamp() * 1000)
+        self.pending: Row | None = None  # a -U waiting for its +U
 
-    def event(op: str, before: Row | None, after: Row | None, row: Row) -> Row:
-        if options.time_column:
-            if options.time_column not in row:
-                raise InputError(f"time column {options.time_column!r} does not exist in this row")
-            ts = _epoch_millis(row[options.time_column])
+    def _event(self, op: str, before: Row | None, after: Row | None, row: Row) -> Row:
+        tc = self.spec.time_column
+        if tc:
+            if tc not in row:
+                raise InputError(f"time column {tc!r} does not exist in this row")
+            ts = _epoch_millis(row[tc])
         else:
-            ts = now_ms
-        counts.notes[f"events {op}"] += 1
+            ts = self.now_ms
+        self.counts.notes[f"events {op}"] += 1
+        self.counts.written += 1
         out: Row = {"before": before, "after": after}
-        if source is not None:
-            out["source"] = source
+        if self.source is not None:
+            out["source"] = self.source
         out.update(op=op, ts_ms=ts, transaction=None)
         return out
 
-    def same_key(a: Row, b: Row) -> bool:
-        return all(a.get(k) == b.get(k) for k in key_cols)
+    def step(self, row: Row) -> list[Row]:
+        from cdc.core.convert import read_kind
 
-    pending: Row | None = None  # a -U waiting for its +U
-    for row in rows:
+        spec = self.spec
+        kc = spec.kind_column
         kind = read_kind(row, kc).value
         image = {k: v for k, v in row.items() if k != kc}
-        counts.by_kind[kind] += 1
+        self.counts.by_kind[kind] += 1
+        out = []
+        pending = self.pending
         if pending is not None:
-            if kind == "+U" and not options.split_updates and same_key(pending, image):
-                yield event("u", pending, image, row)
-                pending = None
-                continue
-            yield event("d", pending, None, pending)
-            pending = None
+            self.pending = None
+            if kind == "+U" and not spec.split_updates and all(pending.get(k) == image.get(k) for k in spec.key):
+                return [self._event("u", pending, image, row)]
+            out.append(self._event("d", pending, None, pending))
         if kind == "+I":
-            yield event("c", None, image, row)
+            out.append(self._event("c", None, image, row))
         elif kind == "-U":
-            if options.split_updates:
-                yield event("d", image, None, row)
+            if spec.split_updates:
+                out.append(self._event("d", image, None, row))
             else:
-                pending = image
+                self.pending = image
         elif kind == "+U":
             # Flink's form writes c; a lone +U (an upsert) is an update whose before image is unknown.
-            yield event("c", None, image, row) if options.split_updates else event("u", None, image, row)
+            out.append(self._event("c" if spec.split_updates else "u", None, image, row))
         else:
-            yield event("d", image, None, row)
-    if pending is not None:
-        yield event("d", pending, None, pending)
-    counts.written = sum(n for name, n in counts.notes.items() if name.startswith("events "))
+            out.append(self._event("d", image, None, row))
+        return out
+
+    def finish(self) -> list[Row]:
+        pending, self.pending = self.pending, None
+        return [] if pending is None else [self._event("d", pending, None, pending)]
+
+
+def encode_debezium(rows: Iterable[Row], spec: EncodeSpec, counts: Counts) -> Iterator[Row]:
+    """Changelog rows → Debezium events (the whole stream at once)."""
+    encoder = DebeziumEncoder(spec, counts)
+    for row in rows:
+        yield from encoder.step(row)
+    yield from encoder.finish()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import io
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from decimal import Decimal
 from typing import Any, BinaryIO
@@ -16,7 +17,9 @@ from typing import Any, BinaryIO
 import orjson
 
 from cdc.core.errors import InputError, Location
-from cdc.formats.base import Reject, Row, RowReader
+from cdc.core.model import Reject, Row, fail_on_bad
+from cdc.formats.base import RowReader
+from cdc.formats.jsonl import number_text
 from cdc.formats.schema import ColumnSet
 
 BATCH_BYTES = 1 << 20
@@ -55,15 +58,25 @@ class DelimitedReader(RowReader):
         self._stream = stream
         self._delimiter = delimiter
         self._path = path  # a real file can be re-scanned to find the line of a ragged row
-        self._index = -1
         self.columns: list[str] = []
+        self._row: Row | None = None  # the row being handed out, and its line
+        self._line = 0
+        self._raw: str | None = None  # the text of a ragged row being reported
+        self._next_line = 2  # where the next record starts (line 1 is the header)
+        self._ragged_starts: deque[int] | None = None  # lines where ragged records start (a file's)
+        self._pending: deque[str] = deque()  # ragged records reported by the parser, not yet placed
 
     def location(self) -> Location:
-        # One line per record after the header; a value with a newline in it shifts this.
-        return Location(self.source, line=self._index + 2)
+        return Location(self.source, line=self._line or None)
 
     def raw(self) -> str:
-        return getattr(self, "_last_raw", "")
+        """The record as CSV text: a ragged row as it stood, a good one written back (minimal
+        quoting, so as it stood unless it had quotes it did not need)."""
+        if self._raw is not None:
+            return self._raw
+        if self._row is None:
+            return ""
+        return DelimitedWriter.line_of(self._delimiter, [format_value(v) for v in self._row.values()]).rstrip("\n")
 
     def _read_header(self) -> list[str]:
         line = self._stream.readline()
@@ -82,13 +95,15 @@ class DelimitedReader(RowReader):
         return names
 
     def __iter__(self) -> Iterator[Row]:
-        for batch, _ in self.batches():
-            for row in batch.to_pylist():
-                self._index += 1
+        for batch, where in self.batches():
+            for i, row in enumerate(batch.to_pylist()):
+                self._row, self._raw = row, None
+                self._line = where(i).line or 0
                 yield row
 
     def batches(self) -> Iterator[tuple[Any, Callable[[int], Location]]]:
-        """Record batches of text columns, each with a function from a row in it to its location."""
+        """Record batches of text columns, each with a function from a row in it to its location
+        (its physical line: a quoted value may span lines)."""
         import pyarrow as pa
         import pyarrow.csv as pacsv
 
@@ -104,12 +119,12 @@ class DelimitedReader(RowReader):
                 where=Location(self.source, self._find_open_quote()),
             )
         ragged: list[str] = []
+        failing = self.reject is fail_on_bad
 
         def on_invalid_row(row: Any) -> str:
             ragged.append(row.text)
-            return "error" if self.reject is None else "skip"
+            return "error" if failing else "skip"
 
-        offset = 0
         counted = _QuoteCounter(self._stream)
         try:
             reader = pacsv.open_csv(
@@ -126,37 +141,75 @@ class DelimitedReader(RowReader):
                 ),
             )
             for batch in reader:
-                self._report_skipped(ragged, len(names))
+                lines = self._lines_of(batch, ragged, len(names))
                 self.records += len(batch)
-                yield batch, self._locator(offset)
-                offset += len(batch)
-            self._report_skipped(ragged, len(names))
+                yield batch, lines
+            self._lines_of(None, ragged, len(names))
             if counted.quotes % 2:
                 raise InputError(
                     "unterminated quoted CSV field (a quote opened here is never closed)",
                     where=Location(self.source, self._find_open_quote()),
                 )
-        except (pa.ArrowInvalid, UnicodeDecodeError) as exc:
+        except pa.ArrowInvalid as exc:
+            if "Empty CSV file" in str(exc):  # a header and no rows: an empty table
+                return
+            raise self._parse_error(exc, ragged, len(names)) from exc
+        except UnicodeDecodeError as exc:
             raise self._parse_error(exc, ragged, len(names)) from exc
 
     def close(self) -> None:
         self._stream.close()
 
-    def _locator(self, offset: int) -> Callable[[int], Location]:
-        # One line per record after the header; a value with a newline in it shifts this.
-        return lambda i: Location(self.source, line=offset + i + 2)
+    def _lines_of(self, batch: Any, ragged: list[str], width: int) -> Callable[[int], Location]:
+        """Where each row of ``batch`` starts, reporting the ragged rows read so far at theirs.
 
-    def _report_skipped(self, ragged: list[str], width: int) -> None:
-        for text in ragged:
-            self.records += 1
-            self._last_raw = text
-            self.bad_record(InputError(_ragged_message(text, width), where=Location(self.source)))
+        A record takes one line plus the newlines inside its values; ragged records (skipped
+        by the parser, perhaps while it read ahead) are placed by their lines in the file,
+        found once by a re-scan when the first one turns up — on stdin their lines are not
+        known. ``batch`` None: the ragged rows after the last row.
+        """
+        self._pending.extend(ragged)
         ragged.clear()
+        if self._pending and self._ragged_starts is None:
+            self._ragged_starts = deque(self._find_ragged_lines(width))
+        starts, pending = self._ragged_starts or deque(), self._pending
+        while pending and not starts:  # stdin: nowhere to place them
+            self._report_ragged(None, pending.popleft(), width)
+        newlines = _newlines_per_row(batch) if batch is not None else None
+        n = len(batch) if batch is not None else 0
+        if not starts and newlines is None:  # one line per record: arithmetic
+            base = self._next_line
+            self._next_line += n
+            return lambda i: Location(self.source, line=base + i)
+        line = self._next_line
+        row_lines = []
+        for i in range(n):
+            while starts and pending and starts[0] <= line:  # a ragged record starts here
+                line = self._ragged(starts.popleft(), pending.popleft(), width)
+            row_lines.append(line)
+            line += 1 + (newlines[i] if newlines is not None else 0)
+        while batch is None and starts and pending:
+            line = self._ragged(starts.popleft(), pending.popleft(), width)
+        self._next_line = line
+        return lambda i: Location(self.source, line=row_lines[i])
+
+    def _ragged(self, start: int, text: str, width: int) -> int:
+        """Report a ragged record at its line; returns the line after it."""
+        self._report_ragged(start, text, width)
+        return start + 1 + text.count("\n")
+
+    def _report_ragged(self, line: int | None, text: str, width: int) -> None:
+        self.records += 1
+        self._raw, self._line = text, line or 0
+        self.reject(InputError(_ragged_message(text, width), where=Location(self.source, line)), text)
+        self._raw = None
 
     def _parse_error(self, exc: Exception, ragged: list[str], width: int) -> InputError:
         if ragged:
-            line = self._find_ragged_line(width)
-            return InputError(_ragged_message(ragged[0], width), where=Location(self.source, line))
+            lines = self._find_ragged_lines(width)
+            return InputError(
+                _ragged_message(ragged[0], width), where=Location(self.source, lines[0] if lines else None)
+            )
         text = str(exc)
         if "UTF8" in text or "utf-8" in text.lower() or isinstance(exc, UnicodeDecodeError):
             return InputError("invalid UTF-8 in CSV data", where=Location(self.source))
@@ -176,15 +229,32 @@ class DelimitedReader(RowReader):
                 return start
         return None
 
-    def _find_ragged_line(self, width: int) -> int | None:
+    def _find_ragged_lines(self, width: int) -> list[int]:
+        """The lines where records with the wrong number of fields start (files only)."""
         if self._path is None:
-            return None
+            return []
+        found = []
         with open(self._path, encoding="utf-8", errors="replace", newline="") as fh:
             reader = csv.reader(fh, delimiter=self._delimiter)
+            start = 1
             for record in reader:
-                if len(record) != width and reader.line_num > 1:
-                    return reader.line_num
-        return None
+                if len(record) != width and start > 1 and record:
+                    found.append(start)
+                start = reader.line_num + 1
+        return found
+
+
+def _newlines_per_row(batch: Any) -> list[int] | None:
+    """How many newlines each row's values hold; None when no value has one (the usual case)."""
+    from cdc.formats.engine import arrow_compute as pc
+
+    counts = None
+    for column in batch.columns:
+        if not pc.any(pc.match_substring(column, "\n")).as_py():
+            continue
+        found = pc.fill_null(pc.count_substring(column, "\n"), 0)
+        counts = found if counts is None else pc.add(counts, found)
+    return None if counts is None else counts.to_pylist()
 
 
 def _odd_quotes(path: str) -> bool:
@@ -210,7 +280,7 @@ def format_value(value: Any) -> str | None:
     if value is False:
         return "false"
     if isinstance(value, int | float | Decimal):
-        return str(value)
+        return number_text(value)
     if isinstance(value, dt.datetime | dt.date | dt.time):
         return value.isoformat()
     if isinstance(value, bytes):
@@ -224,19 +294,26 @@ class DelimitedWriter:
     def __init__(self, stream: BinaryIO, delimiter: str = ",", columns: Sequence[str] | None = None):
         self._out = io.TextIOWrapper(stream, encoding="utf-8", newline="", write_through=False)
         self._delimiter = delimiter
-        self._specials = frozenset(delimiter + '"\r\n')
         self._columns = ColumnSet(columns)
         self._header_written = False
 
-    def _field(self, text: str | None) -> str:
-        if text is None:
-            return ""
-        if text == "" or not self._specials.isdisjoint(text):
-            return '"' + text.replace('"', '""') + '"'
-        return text
+    @staticmethod
+    def line_of(delimiter: str, values: Iterable[str | None]) -> str:
+        """One CSV line, quoting only what needs it: the empty string (null is unquoted
+        emptiness), and values holding the delimiter, a quote or a line break."""
+        specials = frozenset(delimiter + '"\r\n')
+
+        def field(text: str | None) -> str:
+            if text is None:
+                return ""
+            if text == "" or not specials.isdisjoint(text):
+                return '"' + text.replace('"', '""') + '"'
+            return text
+
+        return delimiter.join(map(field, values)) + "\n"
 
     def _line(self, values: Iterable[str | None]) -> str:
-        return self._delimiter.join(map(self._field, values)) + "\n"
+        return self.line_of(self._delimiter, values)
 
     def write_rows(self, rows: Iterable[Row]) -> None:
         write = self._out.write

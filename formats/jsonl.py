@@ -13,25 +13,40 @@ from typing import Any, BinaryIO
 import orjson
 
 from cdc.core.errors import InputError, Location
-from cdc.formats.base import Reject, Row, RowReader
+from cdc.core.model import Reject, Row
+from cdc.core.values import JsonFloat, exact_number
+from cdc.formats.base import RowReader
 
 BOM = b"\xef\xbb\xbf"
 _ESCAPE = re.compile(r"\\(?:u([0-9a-fA-F]{4})|.)", re.DOTALL)
 CHUNK_BYTES = 1 << 20
-# orjson turns integers beyond 64 bits into floats; a chunk with such a digit run is parsed with
-# the exact standard-library parser instead. translate + find is a C-speed scan (a regex over
-# every digit costs ten times more).
-_DIGITS_TO_ZERO = bytes.maketrans(b"123456789", b"000000000")
-_TWENTY_ZEROS = b"0" * 20
+# Number literals orjson might not give back as they were written: an exponent (1E+2), a fraction
+# ending in zeros other than orjson's own "x.0" (12.50, 1.00), 17 digits or points in a row (more
+# than a double holds, or an integer past 64 bits), five zeros after a point (orjson writes
+# 1e-7, not 0.0000001), and "-0". A line with none of them parses with orjson and writes back the
+# same; a line with one (perhaps only inside a string) takes the exact parser, which keeps every
+# literal (core.values). A property test holds orjson to this list.
+_RESPELLED = re.compile(rb"\d[eE]|\.\d*[1-9]0+(?!\d)|\.00+(?!\d)|[\d.]{17}|\.0{5}|(?<![\d.])-0(?![\d.eE])")
+MAX_INT_DIGITS = 4000  # past this, int() is quadratic (CPython refuses 4300): kept as a decimal
 
 
-def has_long_digit_run(chunk: bytes) -> bool:
-    return chunk.translate(_DIGITS_TO_ZERO).find(_TWENTY_ZEROS) >= 0
+def respelled(data: bytes) -> bool:
+    """Whether orjson could write a number in ``data`` otherwise than it is written there."""
+    return _RESPELLED.search(data) is not None
 
 
 def loads_for(data: bytes) -> Callable[[bytes], Any]:
-    """The parser for these lines: orjson, or the exact one when a 20-digit run is in them."""
-    return _loads_exact if has_long_digit_run(data) else orjson.loads
+    """The parser for the lines of ``data``: orjson, unless a number in them needs its literal."""
+    return _loads_faithful if respelled(data) else orjson.loads
+
+
+def loads(line: bytes) -> Any:
+    """One JSON text, every number as it was written (the parser of single values)."""
+    return _loads_faithful(line)
+
+
+def _loads_faithful(line: bytes) -> Any:
+    return _loads_exact(line) if _RESPELLED.search(line) else orjson.loads(line)
 
 
 try:
@@ -73,27 +88,35 @@ def _not_json(constant: str) -> Any:
     raise ValueError(f"{constant} is not valid JSON")
 
 
-def _number(text: str) -> float | Decimal:
-    """A float literal with more significant digits than a double holds stays exact (Decimal,
-    written back verbatim); ordinary ones stay floats, as on orjson's path."""
+def _float(text: str) -> float | Decimal:
+    """A float literal: a double when it reads back the same, else the double with its literal,
+    or an exact decimal when it has more digits than a double holds."""
     as_float = float(text)
     if math.isinf(as_float):
         raise ValueError("number is infinity when parsed as double")
+    if orjson.dumps(as_float) == text.encode():
+        return as_float
     mantissa = text.lstrip("-").split("e")[0].split("E")[0].replace(".", "").lstrip("0")
-    return as_float if len(mantissa) <= 17 else Decimal(text)
+    return JsonFloat(text) if len(mantissa) <= 17 else exact_number(text)
+
+
+def _int(text: str) -> int | float | Decimal:
+    if len(text) <= MAX_INT_DIGITS:
+        return JsonFloat(text) if text == "-0" else int(text)
+    return exact_number(text)
 
 
 def _loads_exact(line: bytes | str) -> Any:
-    """orjson stops at 64-bit integers and double precision; the standard library keeps larger
-    integers exact, and ``_number`` long float literals.
-
-    Otherwise it accepts exactly what orjson accepts, so a line is good or bad whichever parser
-    its chunk gets: NaN, Infinity, numbers beyond a double's range and unpaired ``\\u``
-    surrogates are refused, and bytes are UTF-8 (``json.loads`` would guess UTF-16 and drop a
-    byte order mark).
+    """Every number exact and spelled as written; otherwise it accepts exactly what orjson
+    accepts, so a line is good or bad whichever parser its chunk gets: NaN, Infinity, numbers
+    beyond a double's range and unpaired ``\\u`` surrogates are refused, and bytes are UTF-8
+    (``json.loads`` would guess UTF-16 and drop a byte order mark).
     """
     text = line.decode("utf-8") if isinstance(line, bytes) else line
-    value = json.loads(text, parse_constant=_not_json, parse_float=_number)
+    try:
+        value = json.loads(text, parse_constant=_not_json, parse_float=_float, parse_int=_int)
+    except RecursionError:  # deeper than Python's stack allows, but perhaps not orjson's limit
+        return orjson.loads(text)
     if "\\u" in text and _has_unpaired_surrogate(text):
         raise ValueError("unpaired surrogate in a \\u escape")
     return value
@@ -120,7 +143,10 @@ def _has_unpaired_surrogate(text: str) -> bool:
 
 
 def encode_default(value: Any) -> Any:
-    """Values orjson does not know: decimals stay exact JSON numbers, bytes become text."""
+    """Values orjson does not know: numbers keep their literal, decimals stay exact JSON
+    numbers, bytes become text."""
+    if type(value) is JsonFloat:
+        return orjson.Fragment(value.literal)
     if isinstance(value, Decimal):
         return orjson.Fragment(str(value)) if value.is_finite() else str(value)
     if isinstance(value, bytes | bytearray | memoryview):
@@ -130,6 +156,13 @@ def encode_default(value: Any) -> Any:
     if isinstance(value, set | frozenset | tuple):
         return list(value)
     raise TypeError(f"cannot write a {type(value).__name__} value as JSON")
+
+
+def number_text(value: int | float | Decimal) -> str:
+    """A number as every text output spells it: as read (its literal), else as JSON writes it."""
+    if isinstance(value, float) and type(value) is not JsonFloat:
+        return orjson.dumps(value).decode()
+    return str(value)  # ints, decimals, and numbers that carry their literal
 
 
 def _big_ints_as_text(value: Any) -> Any:

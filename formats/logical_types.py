@@ -10,6 +10,8 @@ from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from cdc.core.errors import InputError
+
 Converter = Callable[[Any], Any]
 EPOCH = dt.datetime(1970, 1, 1)
 EPOCH_DATE = dt.date(1970, 1, 1)
@@ -17,8 +19,8 @@ DECIMAL = "org.apache.kafka.connect.data.Decimal"
 VARIABLE_SCALE_DECIMAL = "io.debezium.data.VariableScaleDecimal"
 
 
-class BadValue(ValueError):
-    """A value that does not fit its declared logical type."""
+class BadValue(InputError):
+    """A value that does not fit its declared logical type (bad input, like any other)."""
 
 
 def _unscaled(text: str) -> int:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterable
+from decimal import Decimal
 from typing import Any, BinaryIO
 
-import orjson
-
-from cdc.formats.base import Row
+from cdc.core.model import Row
+from cdc.core.values import flink_number_text
 
 
 def print_value(value: Any) -> str:
@@ -24,8 +24,8 @@ def print_value(value: Any) -> str:
         return "{" + ", ".join(f"{k}={print_value(v)}" for k, v in value.items()) + "}"
     if isinstance(value, list):
         return "[" + ", ".join(print_value(v) for v in value) + "]"
-    if isinstance(value, int | float):
-        return orjson.dumps(value).decode()
+    if isinstance(value, int | float | Decimal):
+        return flink_number_text(value)
     if isinstance(value, dt.datetime):
         text = f"{value.date().isoformat()}T{java_time(value.time())}"
         return text + ("Z" if value.tzinfo is not None and value.utcoffset() == dt.timedelta(0) else "")

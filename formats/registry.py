@@ -6,7 +6,8 @@ from collections.abc import Callable, Sequence
 from typing import Any, BinaryIO
 
 from cdc.core.errors import UsageError
-from cdc.formats.base import ChainedReader, Reject, RowReader, RowWriter
+from cdc.core.model import Reject
+from cdc.formats.base import ChainedReader, RowReader, RowWriter
 from cdc.formats.streams import (
     PARQUET_MAGIC,
     STDIO,
@@ -84,7 +85,7 @@ def open_reader(
     on_bytes: OnBytes | None = None,
     readers: dict[str, Callable[..., RowReader]] | None = None,
 ) -> RowReader:
-    """Open one input. ``readers`` adds envelope readers (e.g. ``debezium``) by format name."""
+    """Open one input. ``readers`` adds readers of JSON lines by format name (envelopes)."""
     source = display_name(path)
     if fmt == "parquet" and path != STDIO:  # pyarrow reads the file itself (memory-mapped)
         from cdc.formats.parquet import ParquetReader
@@ -113,21 +114,28 @@ def open_reader(
 
 def open_inputs(
     paths: Sequence[str],
-    explicit: str | None,
+    formats: Sequence[str | None],
     reject: Reject | None = None,
     on_bytes: OnBytes | None = None,
     readers: dict[str, Callable[..., RowReader]] | None = None,
-    choices: Sequence[str] = INPUT_FORMATS,
 ) -> ChainedReader:
-    """Several inputs read in order as one stream; formats are checked before any is opened."""
-    plan = [(p, input_format(p, explicit, choices)) for p in (paths or [STDIO])]
-    from cdc.formats.streams import check_input_exists
-
-    for path, _ in plan:
+    """Several inputs read in order as one stream, each in its format."""
+    for path in paths:
         check_input_exists(path)
     return ChainedReader(
-        [lambda p=p, f=f: open_reader(p, f, reject, on_bytes, readers) for p, f in plan]  # type: ignore[misc]
+        [
+            lambda p=p, f=f: open_reader(p, f, reject, on_bytes, readers)  # type: ignore[misc]
+            for p, f in zip(paths, formats, strict=True)
+        ]
     )
+
+
+def sniff_stdin() -> str:
+    """stdin's format when none is named: Parquet by its magic, else JSON lines."""
+    import sys
+
+    peek = getattr(sys.stdin.buffer, "peek", None)
+    return "parquet" if peek is not None and peek(4)[:4] == PARQUET_MAGIC else "jsonl"
 
 
 def open_writer(

@@ -84,7 +84,7 @@ def test_flink_oracle_case(name: str, fmt: str, tmp_path: Path) -> None:
         where = {
             "jsonl": f"input.jsonl:{bad_row + 1}:",
             "csv": f"input.csv:{bad_row + 2}:",
-            "parquet": f"input.parquet: row {bad_row}:",
+            "parquet": f"input.parquet: row {bad_row + 1}:",
         }[fmt]
         assert where in err, err
         flink_says = (case / "expected_error.txt").read_text()

@@ -6,10 +6,12 @@ from typing import Any
 
 import pytest
 
-from cdc.core.convert import FromChangelogSpec, ToChangelogSpec, from_changelog, to_changelog
+import cdc
+from cdc.core.convert import from_changelog, to_changelog
 from cdc.core.errors import InputError
 from cdc.core.kinds import UPDATE_BEFORE
 from cdc.core.mapping import parse_from_mapping, parse_to_mapping
+from cdc.core.specs import FromChangelogSpec, ToChangelogSpec
 from cdc.core.stats import Counts
 
 RETRACT = [
@@ -50,11 +52,10 @@ def test_from_changelog_partition_key_moves_first() -> None:
 
 def test_skip_drops_unknown_and_null_codes_and_reports_them() -> None:
     rows = [{"id": 1, "op": "INSERT"}, {"id": 2, "op": None}, {"id": 3, "op": "UNKNOWN"}, {"id": 4, "op": "DELETE"}]
-    rejected: list[InputError] = []
-    spec = FromChangelogSpec(op_column="op", mapping=parse_from_mapping([]))
-    out = list(from_changelog(rows, spec, Counts(), rejected.append))
-    assert [r["id"] for r in out] == [1, 4]
-    assert [e.message.split(" in ")[0] for e in rejected] == ["NULL op code", "invalid op code 'UNKNOWN'"]
+    result = cdc.from_changelog(rows, on_error="skip")
+    assert [r["id"] for r in result.rows] == [1, 4]
+    assert result.skipped == 2
+    assert str(result.first_skip).startswith("<rows>: row 2: NULL op code")
 
 
 def test_op_codes_match_exactly() -> None:

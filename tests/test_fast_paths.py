@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from helpers import invoke, parse_jsonl, read_jsonl, read_parquet, run_cdc, write_csv, write_jsonl, write_parquet
 
-from cdc.formats import chunked
+from cdc.formats.engine import workers
 from cdc.formats.jsonl import read_chunks
 
 KINDS = ["INSERT", "UPDATE_BEFORE", "UPDATE_AFTER", "DELETE"]
@@ -38,7 +38,7 @@ def big_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_big_file_takes_the_parallel_path(big_file: Path) -> None:
     with big_file.open("rb") as fh:
         assert len(list(read_chunks(fh))) > 2  # two chunks or more start the worker pool
-    assert chunked.parallel_ok()
+    assert workers.parallel_ok()
 
 
 def test_parallel_output_equals_the_row_path(big_file: Path, tmp_path: Path) -> None:
@@ -120,7 +120,7 @@ def test_vectorized_parquet_equals_the_row_path(tmp_path: Path) -> None:
     row_path = run_cdc(["from-changelog", src, "--on-error", "skip", "--drop", "UPDATE_BEFORE", "--stats"])
     assert vector.returncode == 0, vector.stderr
     assert read_parquet(out) == parse_jsonl(row_path.stdout)
-    assert [r["line"] for r in read_jsonl(rejects)] == [996, 1993, 2990]  # Parquet: row index
+    assert [r["line"] for r in read_jsonl(rejects)] == [997, 1994, 2991]  # Parquet: row numbers, from 1
     assert vector.stderr.splitlines()[0] == row_path.stderr.splitlines()[0]
 
 
@@ -136,7 +136,7 @@ def test_vectorized_csv_to_csv_keeps_null_and_empty(tmp_path: Path) -> None:
 def test_vectorized_errors_name_the_row(tmp_path: Path) -> None:
     src = write_parquet(tmp_path / "in.parquet", [{"op": "INSERT", "id": 1}, {"op": "NOPE", "id": 2}])
     result = run_cdc(["from-changelog", src, "-o", tmp_path / "out.parquet"])
-    assert result.returncode == 3 and f"{src}: row 1: invalid op code 'NOPE'".encode() in result.stderr
+    assert result.returncode == 3 and f"{src}: row 2: invalid op code 'NOPE'".encode() in result.stderr
     missing = run_cdc(["from-changelog", src, "--op", "nope", "-o", tmp_path / "out.parquet"])
     assert missing.returncode == 3 and b"op column 'nope' does not exist" in missing.stderr
     assert not (tmp_path / "out.parquet").exists()
@@ -156,7 +156,7 @@ def test_vectorized_errors_name_the_row(tmp_path: Path) -> None:
 def test_line_ranges_cover_the_file_at_line_ends(tmp_path: Path, content: bytes) -> None:
     path = tmp_path / "f"
     path.write_bytes(content)
-    ranges = list(chunked.line_ranges(str(path), size=64, window=16))  # lines longer than the window
+    ranges = list(workers.line_ranges(str(path), size=64, window=16))  # lines longer than the window
     assert b"".join(content[a:b] for a, b in ranges) == content
     assert all(content[b - 1 : b] == b"\n" for _, b in ranges[:-1])
     assert all(a < b for a, b in ranges)

@@ -380,13 +380,17 @@ def test_keyed_json_lines_out_keep_values_as_written(tmp_path: Path) -> None:
         '{"id":2,"price":3.10,"name":"b"}',  # compact, like every JSONL to JSONL conversion
     ]
     assert "2 live rows" in result.stderr
-    # Sorted, or not JSON lines: rows are values again (the same JSON, written by orjson).
+    # Sorted, or not JSON lines: rows are values again, and numbers keep their spelling.
     assert invoke(["materialize", log, "--key", "id", "--sort"]).stdout.splitlines()[0] == (
-        '{"id":1,"price":12.0,"name":"café"}'
+        '{"id":1,"price":12.00,"name":"café"}'
     )
     invoke(["materialize", log, "--key", "id", "-o", tmp_path / "t.csv"])
-    assert (tmp_path / "t.csv").read_text().splitlines()[1] == "1,12.0,café"
-    # A finding moves the table to the general state: values as parsed, the same JSON.
+    assert (tmp_path / "t.csv").read_text().splitlines()[1:] == ["1,12.00,café", "2,3.10,b"]
+    assert invoke(["materialize", log, "--key", "id", "-f", "print"]).stdout.splitlines() == [
+        "+I[1, 12.00, café]",
+        "+I[2, 3.10, b]",
+    ]
+    # A finding moves the table to the general state: values as parsed, spelled as read.
     log.write_text(log.read_text() + '{"op":"+I","id":1,"price":1.50,"name":"x"}\n')
     result = invoke(["materialize", log, "--key", "id"])
-    assert result.stdout.splitlines() == ['{"id":1,"price":1.5,"name":"x"}', '{"id":2,"price":3.1,"name":"b"}']
+    assert result.stdout.splitlines() == ['{"id":1,"price":1.50,"name":"x"}', '{"id":2,"price":3.10,"name":"b"}']

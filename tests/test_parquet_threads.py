@@ -13,8 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cdc.formats import thrift
-from cdc.formats.parquet_threads import ThreadedParquetWriter
+from cdc.formats.parquet import thrift
+from cdc.formats.parquet.threads import ThreadedParquetWriter
 
 
 def _pyarrow_bytes(schema: Any, batches: list[Any]) -> bytes:

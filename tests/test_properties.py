@@ -14,10 +14,11 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from cdc.cli.app import build_app
-from cdc.core.convert import FromChangelogSpec, ToChangelogSpec, from_changelog, to_changelog
+from cdc.core.convert import from_changelog, to_changelog
 from cdc.core.kinds import UPDATE_BEFORE
 from cdc.core.mapping import is_upsert_mapping, reverse_mapping
 from cdc.core.presets import PRESETS
+from cdc.core.specs import FromChangelogSpec, ToChangelogSpec
 from cdc.core.stats import Counts
 
 app = build_app()

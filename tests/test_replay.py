@@ -11,7 +11,8 @@ from helpers import SAMPLES, parse_jsonl, run_cdc, write_jsonl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cdc.core.replay import ReplayOptions, replay
+from cdc.core.replay import replay
+from cdc.core.specs import ReplaySpec
 from cdc.core.state import Findings, KeyedState, Policy
 
 
@@ -226,7 +227,7 @@ def split(log: list[dict[str, Any]]) -> Any:
 @settings(max_examples=200, deadline=None)
 @given(logs(), st.sampled_from(["retract", "upsert"]))
 def test_materialize_of_replay_equals_materialize(log: list[dict[str, Any]], emit: str) -> None:
-    replayed = as_log(replay(split(log), ReplayOptions(("id",), emit=emit)))
+    replayed = as_log(replay(split(log), ReplaySpec(("id",), emit=emit)))
     assert materialize(replayed) == materialize(log)
     if emit == "upsert":
         assert all(c["op"] != "-U" for c in replayed)
@@ -236,7 +237,7 @@ def test_materialize_of_replay_equals_materialize(log: list[dict[str, Any]], emi
 @given(logs(), st.integers(0, 30), st.integers(0, 30), st.sampled_from(["retract", "upsert"]))
 def test_net_applied_to_state_at_t1_gives_state_at_t2(log: list[dict[str, Any]], a: int, b: int, emit: str) -> None:
     t1, t2 = min(a, b), max(a, b)
-    net = as_log(replay(split(log), ReplayOptions(("id",), emit=emit, time_column="ts", since=t1, until=t2, net=True)))
+    net = as_log(replay(split(log), ReplaySpec(("id",), emit=emit, time_column="ts", since=t1, until=t2, net=True)))
     at_t1 = materialize([c for c in log if c["ts"] <= t1])
     at_t2 = materialize([c for c in log if c["ts"] <= t2])
     state = KeyedState(["id"], Findings(Policy.fail))

@@ -1,9 +1,9 @@
-"""The C kernel (formats/engine/native/_kernel.c) behind the JSON-lines fast paths, and its Python side.
+"""The C kernel (``_kernel.c``) behind the JSON-lines paths, and its Python side.
 
 Each kernel call converts lines of a chunk until the first line it declines, which the caller
-converts the general way (orjson, row by row) before calling again past it. The extension is
+converts the general way (the row path's steps) before calling again past it. The extension is
 optional: where it was not built (no C compiler at install), ``available()`` is False and the
-msgspec splice (formats.splice) does this work.
+planner never picks a kernel path.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 
 from cdc.core.kinds import KIND_BY_TEXT, RowKind
+from cdc.core.specs import DecodeSpec, FromChangelogSpec, ToChangelogSpec
 from cdc.core.stats import Counts
 
 _kernel: Any
@@ -28,6 +29,32 @@ Loads = Callable[[bytes], Any]
 
 def available() -> bool:
     return _kernel is not None
+
+
+def accepts(spec: Any) -> bool:
+    """The specs the kernel converts (lines it is not sure of still go the general way)."""
+    if _kernel is None:
+        return False
+    if isinstance(spec, FromChangelogSpec):
+        return not spec.keys  # key columns move first: the general way
+    if isinstance(spec, ToChangelogSpec):
+        return True
+    if isinstance(spec, DecodeSpec):
+        return spec.envelope == "debezium" and spec.stateless and not spec.metadata and spec.schema_include != "true"
+    return False
+
+
+def kernel_for(spec: Any, counts: Counts, decoder: Any = None) -> _Kernel | None:
+    """The kernel of a spec it accepts; ``decoder`` (Debezium) decides which envelope schemas
+    convert no value."""
+    if not accepts(spec):
+        return None
+    if isinstance(spec, FromChangelogSpec):
+        return from_changelog_kernel(spec.op_column, spec.kind_column, spec.mapping, spec.drop, counts)
+    if isinstance(spec, ToChangelogSpec):
+        return to_changelog_kernel(spec.kind_column, spec.op_column, spec.mapping, spec.drop, counts)
+    envelopes = spec.schema_include == "auto"
+    return debezium_kernel(spec.kind_column, counts, envelopes, decoder.plain_schema if decoder else None)
 
 
 class _Kernel:

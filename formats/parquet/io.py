@@ -6,7 +6,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, BinaryIO
 
 from cdc.core.errors import InputError, Location
-from cdc.formats.base import Reject, Row, RowReader
+from cdc.core.model import Reject, Row
+from cdc.formats.base import RowReader
 from cdc.formats.schema import ColumnSet
 
 BATCH_ROWS = 65_536
@@ -38,7 +39,7 @@ class ParquetReader(RowReader):
         self._last: Row | None = None
 
     def location(self) -> Location:
-        return Location(self.source, row=max(self._row, 0))
+        return Location(self.source, row=max(self._row, 0) + 1)
 
     def raw(self) -> str:
         from cdc.formats.jsonl import dumps
@@ -63,10 +64,10 @@ class ParquetReader(RowReader):
                 yield batch, self._locator(offset)
                 offset += len(batch)
         except (pa.ArrowException, OSError) as exc:
-            raise InputError(f"corrupt Parquet data: {exc}", where=Location(self.source, row=offset)) from exc
+            raise InputError(f"corrupt Parquet data: {exc}", where=Location(self.source, row=offset + 1)) from exc
 
     def _locator(self, offset: int) -> Callable[[int], Location]:
-        return lambda i: Location(self.source, row=offset + i)
+        return lambda i: Location(self.source, row=offset + i + 1)
 
     def close(self) -> None:
         self._file.close()
@@ -109,7 +110,7 @@ class ParquetWriter:
     def _flush(self) -> None:
         import pyarrow as pa
 
-        from cdc.formats.parquet_threads import ThreadedParquetWriter
+        from cdc.formats.parquet.threads import ThreadedParquetWriter
 
         rows = self._buffer
         names = self._columns.names

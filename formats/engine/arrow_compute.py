@@ -68,3 +68,19 @@ def value_counts(values: Any) -> Any:
 
 def indices_nonzero(values: Any) -> Any:
     return call_function("indices_nonzero", [values])
+
+
+def match_substring(values: Any, pattern: str) -> Any:
+    from pyarrow._compute import MatchSubstringOptions
+
+    return call_function("match_substring", [values], MatchSubstringOptions(pattern))
+
+
+def count_substring(values: Any, pattern: str) -> Any:
+    from pyarrow._compute import MatchSubstringOptions
+
+    return call_function("count_substring", [values], MatchSubstringOptions(pattern))
+
+
+def add(left: Any, right: Any) -> Any:
+    return call_function("add", [left, right])

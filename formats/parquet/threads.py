@@ -16,8 +16,8 @@ from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, BinaryIO
 
-from cdc.formats import thrift
-from cdc.formats.thrift import I16, I64, LIST, STRUCT
+from cdc.formats.parquet import thrift
+from cdc.formats.parquet.thrift import I16, I64, LIST, STRUCT
 
 MAGIC = b"PAR1"
 # Field ids in parquet.thrift (FileMetaData, RowGroup, ColumnChunk, ColumnMetaData) read or moved here.

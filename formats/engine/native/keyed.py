@@ -14,7 +14,6 @@ print them again was a third of the run).
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from functools import partial
 from typing import Any
@@ -24,12 +23,55 @@ import orjson
 from cdc.core.convert import read_kind
 from cdc.core.errors import InputError, Location
 from cdc.core.kinds import KIND_BY_TEXT
+from cdc.core.model import Reject
+from cdc.core.specs import MaterializeSpec
 from cdc.core.state import KeyedState
+from cdc.formats.engine.job import Job, Result
 from cdc.formats.engine.native.kernel import KINDS, _kernel, available
-from cdc.formats.jsonl import bad_line_message, loads_for, not_an_object_message
+from cdc.formats.engine.session import Session, result_skips
+from cdc.formats.engine.tables import new_table_state, table_rows, write_rows, write_texts
+from cdc.formats.jsonl import bad_line_message, loads_for, not_an_object_message, read_chunks
+from cdc.formats.streams import STDIO, decompressed, display_name, open_input
 
-Reject = Callable[[InputError, str], None]
-__all__ = ["KeyedLines", "available"]
+
+def accepts(job: Job) -> bool:
+    """materialize --key over JSON lines (no --dedup or --as-of: those keep other state)."""
+    spec = job.spec
+    return (
+        available()
+        and isinstance(spec, MaterializeSpec)
+        and bool(spec.key)
+        and not spec.dedup
+        and spec.as_of is None
+        and job.rows is None
+        and all(f == "jsonl" for f in job.formats)
+    )
+
+
+def run(job: Job, current: Session) -> Result:
+    """The table built in the kernel's, written as the rows' own JSON texts where it can be."""
+    spec = job.spec
+    state = new_table_state(spec)
+    assert isinstance(state, KeyedState)
+    as_texts = job.writes_bytes and job.out_format == "jsonl" and not (job.columns or spec.sort)
+    lines = KeyedLines(state, spec.kind_column, keep_texts=as_texts)
+    for path in job.inputs:
+        stream = decompressed(open_input(path, current.on_bytes), display_name(path))
+        try:
+            for chunk, first in read_chunks(stream):
+                lines.feed(chunk, display_name(path), first, current.reject)
+        finally:
+            if path != STDIO:
+                stream.close()
+    lines.finish()
+    result = Result(path="keyed-kernel", read=lines.records, detail=state)
+    texts = lines.texts()
+    if texts is not None:
+        result.counts.written = write_texts(job, current, texts)
+    else:
+        result.counts.written = write_rows(job, current, table_rows(state, spec))
+    result_skips(current, result)
+    return result
 
 
 class KeyedLines:
@@ -47,9 +89,9 @@ class KeyedLines:
         self.rows: Any = _kernel.Table()  # key bytes → row bytes; None once handed over
         self.records = 0
         self._pool: ThreadPoolExecutor | None = None
-        self._pending: tuple[Future[Any], bytes, str, int, Reject | None] | None = None
+        self._pending: tuple[Future[Any], bytes, str, int, Reject] | None = None
 
-    def feed(self, chunk: bytes, source: str, first_line: int, reject: Reject | None) -> None:
+    def feed(self, chunk: bytes, source: str, first_line: int, reject: Reject) -> None:
         """Parse this chunk on a thread (the kernel lets go of the GIL) while the one before is
         applied: the two halves of the work on the two cores."""
         job = None
@@ -89,7 +131,7 @@ class KeyedLines:
         state.upsert_messages += upsert
         self.records += records
 
-    def _feed_lines(self, chunk: bytes, position: int, line_no: int, source: str, reject: Reject | None) -> None:
+    def _feed_lines(self, chunk: bytes, position: int, line_no: int, source: str, reject: Reject) -> None:
         """From a declined line on: parse and apply together, looking at each declined line."""
         size = len(chunk)
         while position < size and self.rows is not None:
@@ -108,7 +150,7 @@ class KeyedLines:
             self._hand_over()
         self._general(chunk[position:], source, line_no, reject)
 
-    def _not_a_change(self, line: bytes, where: Location, reject: Reject | None) -> bool:
+    def _not_a_change(self, line: bytes, where: Location, reject: Reject) -> bool:
         """A blank line (skipped) or a bad one (reported): True; a change to apply: False."""
         if not line.strip():
             return True
@@ -123,7 +165,7 @@ class KeyedLines:
             return True
         return False
 
-    def _parse(self, line: bytes, where: Location, reject: Reject | None) -> dict[str, Any] | None:
+    def _parse(self, line: bytes, where: Location, reject: Reject) -> dict[str, Any] | None:
         """The line's object, or None once its error is reported (and counted as a record)."""
         loads = loads_for(line)
         try:
@@ -139,13 +181,10 @@ class KeyedLines:
         return row
 
     @staticmethod
-    def _bad(err: InputError, where: Location, line: bytes, reject: Reject | None) -> None:
-        err.located(where)
-        if reject is None:
-            raise err
-        reject(err, line.decode("utf-8", "backslashreplace").rstrip("\r\n"))
+    def _bad(err: InputError, where: Location, line: bytes, reject: Reject) -> None:
+        reject(err.located(where), line.decode("utf-8", "backslashreplace").rstrip("\r\n"))
 
-    def _general(self, data: bytes, source: str, first_line: int, reject: Reject | None) -> None:
+    def _general(self, data: bytes, source: str, first_line: int, reject: Reject) -> None:
         """Lines after the hand-over: parsed and applied one by one, as the row path does."""
         apply, kind_column = self.state.apply, self.kind_column
         for line_no, line in enumerate(data.split(b"\n"), first_line):

@@ -1,8 +1,8 @@
 """FROM_CHANGELOG / TO_CHANGELOG on Arrow record batches: no Python loop over rows.
 
 For Parquet and CSV in, Parquet and CSV out. The op mapping is a dictionary lookup
-(``index_in`` + ``take``), dropped kinds a filter; only bad rows ever leave Arrow (to be named
-in an error, or written to the rejects file).
+(``index_in`` + ``take``), dropped kinds a filter; only bad rows ever leave Arrow, to be named
+in an error (by the row path's own words: ``core.convert``) or written to the rejects file.
 """
 
 from __future__ import annotations
@@ -12,11 +12,58 @@ import threading
 from collections.abc import Callable
 from typing import Any, BinaryIO
 
-from cdc.core.convert import FromChangelogSpec, ToChangelogSpec, bad_kind, bad_op_code
+from cdc.core.convert import bad_kind, bad_op_code
 from cdc.core.errors import InputError, Location
 from cdc.core.kinds import KIND_BY_TEXT
+from cdc.core.specs import FromChangelogSpec, ToChangelogSpec
 from cdc.core.stats import Counts
+from cdc.formats.engine.job import Job, Result
+from cdc.formats.engine.session import Session, result_skips
 from cdc.formats.jsonl import dumps
+from cdc.formats.streams import STDIO
+
+TABULAR = ("parquet", "csv", "tsv")
+
+
+def accepts(job: Job) -> bool:
+    """Parquet/CSV files in, Parquet/CSV out, every column kept: a mapping over whole columns."""
+    return (
+        isinstance(job.spec, FromChangelogSpec | ToChangelogSpec)
+        and job.writes_bytes
+        and job.rows is None
+        and job.out_format in TABULAR
+        and not job.columns
+        and all(f in TABULAR for f in job.formats)
+        and STDIO not in job.inputs
+    )
+
+
+def run(job: Job, current: Session) -> Result:
+    from cdc.formats.registry import open_reader
+
+    result = Result(path="arrow")
+    convert = (from_changelog_batches if isinstance(job.spec, FromChangelogSpec) else to_changelog_batches)(
+        job.spec, result.counts
+    )
+    writer = BatchWriter(current.open_output().stream, job.out_format)
+    empty_schema = None
+    for path, fmt in zip(job.inputs, job.formats, strict=True):
+        reader: Any = open_reader(path, fmt, current.reject, current.on_bytes)
+        current.where = reader.location
+        try:
+            for batch, where in reader.batches():
+                converted = convert(batch, where, current.reject)
+                empty_schema = converted.schema
+                if len(converted):
+                    writer.write(converted)
+        finally:
+            result.read += reader.records
+            reader.close()
+    writer.close(empty_schema)
+    result.counts.written = sum(result.counts.by_kind.values())
+    result_skips(current, result)
+    return result
+
 
 # (batch, where(i) → location of row i, reject(err, raw)) → the converted batch
 BatchConverter = Callable[[Any, Callable[[int], Location], Any], Any]
@@ -27,7 +74,7 @@ def _bad_rows(
     batch: Any, invalid: Any, where: Callable[[int], Location], reject: Any, error: Callable[[Any], InputError]
 ) -> Any:
     """Raise for the first invalid row, or reject every one; returns the mask of rows to keep."""
-    from cdc.formats import arrow_compute as pc
+    from cdc.formats.engine import arrow_compute as pc
 
     rows = pc.indices_nonzero(invalid).to_pylist()
     for i in rows:
@@ -40,8 +87,16 @@ def _bad_rows(
     return pc.invert(invalid)
 
 
+def _as_unmapped(column: Any) -> Any:
+    """A code column that is not text maps no row: each is bad, in the row path's words (which
+    read the row's own value)."""
+    import pyarrow as pa
+
+    return pa.nulls(len(column), pa.string())
+
+
 def _count(counts: Counts, kinds: Any) -> None:
-    from cdc.formats import arrow_compute as pc
+    from cdc.formats.engine import arrow_compute as pc
 
     for item in pc.value_counts(kinds).to_pylist():
         if item["values"] is not None:
@@ -51,7 +106,7 @@ def _count(counts: Counts, kinds: Any) -> None:
 def from_changelog_batches(spec: FromChangelogSpec, counts: Counts) -> BatchConverter:
     import pyarrow as pa
 
-    from cdc.formats import arrow_compute as pc
+    from cdc.formats.engine import arrow_compute as pc
 
     codes = list(spec.mapping)
     kinds = pa.array([spec.mapping[c].value for c in codes], pa.string())
@@ -69,7 +124,7 @@ def from_changelog_batches(spec: FromChangelogSpec, counts: Counts) -> BatchConv
             )
         column = batch.column(op)
         if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
-            raise InputError(f"op column {op!r} must be of STRING type, but was {column.type}", where=where(0))
+            column = _as_unmapped(column)
         if kc != op and kc in names:
             raise InputError(
                 f"input column {kc!r} collides with the kind column",
@@ -108,7 +163,7 @@ def from_changelog_batches(spec: FromChangelogSpec, counts: Counts) -> BatchConv
 def to_changelog_batches(spec: ToChangelogSpec, counts: Counts) -> BatchConverter:
     import pyarrow as pa
 
-    from cdc.formats import arrow_compute as pc
+    from cdc.formats.engine import arrow_compute as pc
 
     spellings = list(KIND_BY_TEXT)
     spelling_set = pa.array(spellings, pa.string())
@@ -124,7 +179,7 @@ def to_changelog_batches(spec: ToChangelogSpec, counts: Counts) -> BatchConverte
             raise bad_kind(_MISSING, kc).located(where(0))  # type: ignore[return-value]
         column = batch.column(kc)
         if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
-            raise InputError(f"kind column {kc!r} must be of STRING type, but was {column.type}", where=where(0))
+            column = _as_unmapped(column)
         if op != kc and op in names:
             raise InputError(
                 f"input column {op!r} collides with the output op column",
@@ -207,7 +262,7 @@ class BatchWriter:
 
     def _open(self, schema: Any) -> Any:
         if self._fmt == "parquet":
-            from cdc.formats.parquet_threads import ThreadedParquetWriter
+            from cdc.formats.parquet.threads import ThreadedParquetWriter
 
             return ThreadedParquetWriter(self._stream, schema)
         import pyarrow.csv as pacsv

@@ -1,0 +1,151 @@
+"""What each command can be asked to do: one frozen spec per kind of job.
+
+A spec is plain data, built and checked once (from flags, or from the Python API) and passed
+whole to the engine; the engine's paths each say which specs they accept. ``reads`` says what
+the input rows are: plain rows, changelog rows (kind column), or change events (envelopes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from cdc.core.errors import UsageError
+from cdc.core.kinds import RowKind
+from cdc.core.state import Policy
+
+PLAIN = "rows"
+CHANGELOG = "changelog"
+EVENTS = "events"
+
+
+@dataclass(frozen=True)
+class CopySpec:
+    """Rows → the same rows (a change of format, or rows read for a caller); with
+    ``reads=CHANGELOG``, envelope inputs are decoded to changelog rows on the way."""
+
+    stateless: ClassVar[bool] = True
+    reads: str = PLAIN
+    kind_column: str = "op"
+
+
+@dataclass(frozen=True)
+class FromChangelogSpec:
+    """Append-only rows with an op-code column → changelog rows (Flink FROM_CHANGELOG)."""
+
+    reads: ClassVar[str] = PLAIN
+    stateless: ClassVar[bool] = True
+    op_column: str
+    mapping: Mapping[str, RowKind]
+    kind_column: str = "op"
+    keys: tuple[str, ...] = ()
+    drop: frozenset[RowKind] = field(default_factory=frozenset)
+
+
+@dataclass(frozen=True)
+class ToChangelogSpec:
+    """Changelog rows → append-only rows with an op column (Flink TO_CHANGELOG)."""
+
+    reads: ClassVar[str] = CHANGELOG
+    stateless: ClassVar[bool] = True
+    mapping: Mapping[RowKind, str]
+    op_column: str = "op"
+    kind_column: str = "op"
+    drop: frozenset[RowKind] = field(default_factory=frozenset)
+
+
+@dataclass(frozen=True)
+class DecodeSpec:
+    """Change events (a Debezium envelope) → changelog rows (Flink debezium-json)."""
+
+    reads: ClassVar[str] = EVENTS
+    envelope: str = "debezium"
+    kind_column: str = "op"
+    schema_include: str = "auto"  # auto | true | false
+    raw_values: bool = False
+    metadata: tuple[tuple[str, str], ...] = ()  # (metadata key, column)
+    on_truncate: str = "fail"  # fail | skip | delete
+    key: tuple[str, ...] = ()
+
+    @property
+    def stateless(self) -> bool:
+        """Without a key or truncate-deletes every event decodes on its own (parallel-safe)."""
+        return not self.key and self.on_truncate != "delete"
+
+
+@dataclass(frozen=True)
+class EncodeSpec:
+    """Changelog rows → Debezium events; an adjacent -U/+U pair becomes one u event."""
+
+    reads: ClassVar[str] = CHANGELOG
+    stateless: ClassVar[bool] = False  # a -U waits for its +U
+    kind_column: str = "op"
+    split_updates: bool = False
+    time_column: str | None = None
+    source: tuple[tuple[str, Any], ...] = ()
+    key: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class MaterializeSpec:
+    """Changelog rows → the table they describe (keyed upsert state, or a multiset)."""
+
+    reads: ClassVar[str] = CHANGELOG
+    stateless: ClassVar[bool] = False
+    kind_column: str = "op"
+    key: tuple[str, ...] = ()
+    policy: Policy = Policy.warn
+    dedup: bool = False
+    as_of: Any = None
+    time_column: str | None = None
+    sort: bool = False
+
+    def __post_init__(self) -> None:
+        if self.dedup and self.as_of is not None:
+            raise UsageError("--dedup and --as-of do not combine: a versioned table keeps one version per time")
+        if self.as_of is not None and not self.time_column:
+            raise UsageError("--as-of needs --time-column COL")
+
+
+@dataclass(frozen=True)
+class InspectSpec:
+    """Changelog rows → what kind of changelog this is (a report, no output rows)."""
+
+    reads: ClassVar[str] = CHANGELOG
+    stateless: ClassVar[bool] = False
+    kind_column: str = "op"
+    key: tuple[str, ...] = ()
+    time_column: str | None = None
+
+
+@dataclass(frozen=True)
+class ReplaySpec:
+    """A changelog run through keyed state and re-emitted (Flink ChangelogNormalize)."""
+
+    stateless: ClassVar[bool] = False
+    key: tuple[str, ...]
+    emit: str = "retract"  # retract | upsert
+    keep_noop: bool = False
+    order_by: str | None = None
+    time_column: str | None = None
+    since: Any = None
+    until: Any = None
+    net: bool = False
+    input_mode: str = "changelog"  # changelog | upsert | append
+    delete_when: tuple[str, str] | None = None  # upsert mode: (column, value) marks a delete
+    kind_column: str = "op"
+
+    def __post_init__(self) -> None:
+        if not self.key:
+            raise UsageError("replay needs --key: its state holds one row per key")
+        if (self.since is not None or self.until is not None) and not self.time_column:
+            raise UsageError("--since/--until need --time-column COL")
+        if self.net and (self.since is None or self.until is None):
+            raise UsageError("--net needs both --since and --until: it is the change between two states")
+        if self.delete_when is not None and self.input_mode != "upsert":
+            raise UsageError("--delete-when goes with --input-mode upsert")
+
+    @property
+    def reads(self) -> str:  # type: ignore[override]
+        return CHANGELOG if self.input_mode == "changelog" else PLAIN

@@ -1,0 +1,84 @@
+"""The one place that chooses how a job runs.
+
+Each path states next to its code which jobs it accepts (``accepts(job)``); ``choose`` takes
+the first, fastest, that does. The row path accepts every job and is the reference the others
+are held to by tests; ``path=`` (the API) or ``CDC_PATH`` (tests, benchmarks) forces one.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from cdc.core.errors import UsageError
+from cdc.formats.engine.job import Job, Result
+from cdc.formats.engine.session import Session
+
+
+@dataclass(frozen=True)
+class Path:
+    name: str
+    accepts: Callable[[Job], bool]
+    run: Callable[[Job, Session], Result]
+
+
+def _keyed_kernel() -> Path:
+    from cdc.formats.engine.native import keyed
+
+    return Path("keyed-kernel", keyed.accepts, keyed.run)
+
+
+def _arrow() -> Path:
+    from cdc.formats.engine import arrow
+
+    return Path("arrow", arrow.accepts, arrow.run)
+
+
+def _kernel_lines() -> Path:
+    from cdc.formats.engine import lines
+    from cdc.formats.engine.native import kernel
+
+    def accepts(job: Job) -> bool:
+        return lines.accepts(job) and kernel.accepts(job.spec)
+
+    return Path("kernel-lines", accepts, lambda job, current: lines.run(job, current, with_kernel=True))
+
+
+def _lines() -> Path:
+    from cdc.formats.engine import lines
+
+    return Path("lines", lines.accepts, lambda job, current: lines.run(job, current, with_kernel=False))
+
+
+def _rows() -> Path:
+    from cdc.formats.engine import rows
+
+    return Path("rows", rows.accepts, rows.run)
+
+
+# Fastest first. Each is built when asked for: a run imports only the path it takes.
+PATHS: dict[str, Callable[[], Path]] = {
+    "keyed-kernel": _keyed_kernel,
+    "arrow": _arrow,
+    "kernel-lines": _kernel_lines,
+    "lines": _lines,
+    "rows": _rows,
+}
+
+
+def choose(job: Job, forced: str | None = None) -> Path:
+    """The fastest path that accepts ``job``, or the one named by ``forced`` / ``CDC_PATH``."""
+    forced = forced or os.environ.get("CDC_PATH") or None
+    if forced is not None:
+        if forced not in PATHS:
+            raise UsageError(f"unknown path {forced!r}; choose one of {', '.join(PATHS)}")
+        path = PATHS[forced]()
+        if not path.accepts(job):
+            raise UsageError(f"the {forced} path does not take this job")
+        return path
+    for make in PATHS.values():
+        path = make()
+        if path.accepts(job):
+            return path
+    raise AssertionError("the row path takes every job")  # pragma: no cover

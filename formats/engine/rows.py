@@ -1,0 +1,146 @@
+"""The row path: any job, one record at a time — the reference every other path is held to.
+
+Each spec becomes ``Steps``: ``step`` turns one input row into the rows it makes (raising
+``InputError`` for a bad one, which the loop hands to the session: fail or set aside), and
+``finish`` gives what only the end can (a table, a pending ``-U``, a net change).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from itertools import chain
+from typing import Any
+
+from cdc.core.convert import FromChangelogRow, ToChangelogRow, split_change
+from cdc.core.errors import InputError, Location
+from cdc.core.model import Row
+from cdc.core.profile import Profile
+from cdc.core.replay import ReplayCounts, Replayer
+from cdc.core.specs import (
+    CopySpec,
+    DecodeSpec,
+    EncodeSpec,
+    FromChangelogSpec,
+    InspectSpec,
+    MaterializeSpec,
+    ReplaySpec,
+    ToChangelogSpec,
+)
+from cdc.formats.base import RowReader
+from cdc.formats.engine.inputs import open_rows
+from cdc.formats.engine.job import Job, Result
+from cdc.formats.engine.session import Session, result_skips
+from cdc.formats.engine.tables import new_table_state, table_rows, write_rows
+
+Where = Callable[[], Location]
+
+
+@dataclass
+class Steps:
+    step: Callable[[Row], Iterable[Row]] | None  # None: rows pass as read (decode)
+    finish: Callable[[], Iterable[Row]] = tuple
+
+
+def accepts(job: Job) -> bool:
+    return True
+
+
+def steps_for(spec: Any, result: Result, where: Where) -> Steps:
+    """The row transform of a spec; ``result`` gets the counts and the command's account."""
+    counts = result.counts
+    if isinstance(spec, FromChangelogSpec):
+        return Steps(FromChangelogRow(spec, counts))
+    if isinstance(spec, ToChangelogSpec):
+        return Steps(ToChangelogRow(spec, counts))
+    if isinstance(spec, DecodeSpec | CopySpec):
+        return Steps(None)  # rows as read (the reader decodes events)
+    if isinstance(spec, EncodeSpec):
+        from cdc.formats.debezium import DebeziumEncoder
+
+        encoder = DebeziumEncoder(spec, counts)
+        return Steps(encoder.step, encoder.finish)
+    if isinstance(spec, MaterializeSpec):
+        return _materialize(spec, result, where)
+    if isinstance(spec, InspectSpec):
+        return _inspect(spec, result, where)
+    if isinstance(spec, ReplaySpec):
+        return _replay(spec, result)
+    raise TypeError(f"no row transform for {type(spec).__name__}")
+
+
+def _materialize(spec: MaterializeSpec, result: Result, where: Where) -> Steps:
+    state = result.detail = new_table_state(spec)
+    apply, kind_column = state.apply, spec.kind_column
+
+    def step(row: Row) -> tuple[()]:
+        kind, image = split_change(row, kind_column)
+        apply(kind, image, where)
+        return ()
+
+    return Steps(step, lambda: table_rows(state, spec))
+
+
+def _inspect(spec: InspectSpec, result: Result, where: Where) -> Steps:
+    profile = result.detail = Profile(spec.key, spec.time_column)
+    add, kind_column = profile.add, spec.kind_column
+
+    def step(row: Row) -> tuple[()]:
+        kind, image = split_change(row, kind_column)
+        add(kind, image, where)
+        return ()
+
+    return Steps(step)
+
+
+def _replay(spec: ReplaySpec, result: Result) -> Steps:
+    from cdc.core.inputmodes import change_reader
+
+    counts = result.detail = ReplayCounts()
+    replayer = Replayer(spec, counts)
+    change_of = change_reader(spec.input_mode, spec.kind_column, spec.delete_when)
+    kc = spec.kind_column
+
+    def with_kinds(changes: list[tuple[str, Row]]) -> list[Row]:
+        result.counts.by_kind.update(kind for kind, _ in changes)
+        return [{kc: kind, **image} for kind, image in changes]
+
+    def step(row: Row) -> list[Row]:
+        kind, image = change_of(row)
+        return with_kinds(replayer.step(kind, image))
+
+    return Steps(step, lambda: with_kinds(replayer.finish()))
+
+
+def transformed(reader: RowReader, steps: Steps, current: Session) -> Iterator[Row]:
+    """The rows ``steps`` make of the reader's, bad ones handed to the session."""
+    step = steps.step
+    if step is None:
+        yield from reader
+    else:
+        bad = current.bad
+        for row in reader:
+            try:
+                out = step(row)
+            except InputError as err:
+                bad(err, reader.raw())
+                continue
+            yield from out
+    yield from steps.finish()
+
+
+def run(job: Job, current: Session) -> Result:
+    result = Result(path="rows")
+    reader = open_rows(job, current.reject, current.on_bytes, result.counts)
+    current.where = reader.location
+    steps = steps_for(job.spec, result, reader.location)
+    rows = transformed(reader, steps, current)
+    if isinstance(job.spec, InspectSpec):
+        for _ in rows:
+            pass
+    else:
+        first = next(rows, None)  # the first row opens the input: Parquet output learns its types
+        result.counts.written = write_rows(job, current, chain(() if first is None else (first,), rows), reader)
+    result.read = reader.records
+    result_skips(current, result)
+    return result

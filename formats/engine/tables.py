@@ -1,0 +1,81 @@
+"""Where a job's rows go: its output file (or stdout) in its format, or a caller's sink; and the
+table state of ``materialize``, whichever path built it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+from cdc.core.model import Row
+from cdc.core.specs import DecodeSpec, FromChangelogSpec, MaterializeSpec, ReplaySpec
+from cdc.core.state import Findings, TableState, new_state
+from cdc.core.timeorder import sort_key
+from cdc.core.versioned import VersionedState
+from cdc.formats.base import RowReader, RowWriter
+from cdc.formats.engine.job import Job
+from cdc.formats.engine.session import Session
+from cdc.formats.registry import open_writer
+
+
+def new_table_state(spec: MaterializeSpec) -> TableState:
+    findings = Findings(spec.policy)
+    if spec.as_of is not None:
+        assert spec.time_column is not None
+        return VersionedState(spec.key, spec.time_column, spec.as_of, findings)
+    return new_state(spec.key, findings, spec.dedup)
+
+
+def table_rows(state: TableState, spec: MaterializeSpec) -> Iterable[Row]:
+    """The live rows in first-insertion order of their key, or sorted by key (``--sort``)."""
+    rows = state.rows()
+    if not spec.sort:
+        return rows
+    return sorted(rows, key=lambda r: tuple(sort_key(r.get(c)) for c in (spec.key or list(r))))
+
+
+def output_kind_column(spec: Any) -> str | None:
+    """The column of the output rows that holds their kind (print and table colour it)."""
+    if isinstance(spec, FromChangelogSpec | DecodeSpec | ReplaySpec):
+        return spec.kind_column
+    return getattr(spec, "output_kind_column", None)
+
+
+def make_writer(job: Job, current: Session, reader: RowReader | None) -> RowWriter:
+    if job.sink is not None:
+        return job.sink
+    hints: dict[str, Any] | None = None
+    if job.out_format == "parquet" and reader is not None and reader.arrow_schema is not None:
+        hints = {f.name: f.type for f in reader.arrow_schema}  # a schema, or a list of fields
+    out = current.open_output()
+    return open_writer(out.stream, job.out_format, job.columns or None, output_kind_column(job.spec), hints)
+
+
+def selected(rows: Iterable[Row], columns: Sequence[str]) -> Iterator[Row]:
+    """``--columns``: these columns, in this order, whatever the format (missing ones null)."""
+    for row in rows:
+        yield {c: row.get(c) for c in columns}
+
+
+def write_rows(job: Job, current: Session, rows: Iterable[Row], reader: RowReader | None = None) -> int:
+    """Write rows to the job's output; returns how many."""
+    count = 0
+
+    def counted(rows: Iterable[Row]) -> Iterator[Row]:
+        nonlocal count
+        for row in rows:
+            count += 1
+            yield row
+
+    writer = make_writer(job, current, reader)
+    writer.write_rows(counted(selected(rows, job.columns) if job.columns else rows))
+    writer.close()
+    return count
+
+
+def write_texts(job: Job, current: Session, texts: Sequence[bytes]) -> int:
+    """Write rows that are compact JSON texts already, one per line (JSON lines out)."""
+    stream = current.open_output().stream
+    for start in range(0, len(texts), 4096):
+        stream.write(b"\n".join(texts[start : start + 4096]) + b"\n")
+    stream.flush()
+    return len(texts)
