@@ -136,6 +136,11 @@ class FromChangelogRow:
         self.counts.by_kind[kind] += 1
         return (out,)
 
+    def columns(self, names: Sequence[str]) -> list[str]:
+        """The output columns of input rows with these columns."""
+        rest = [n for n in names if n != self.op and n not in self.keys]
+        return [self.kc, *self.keys, *rest]
+
     def _unmapped(self, row: Row) -> tuple[Row, ...]:
         code = row.get(self.op, _MISSING)
         if type(code) is str and code in self.spec.mapping:  # mapped to a dropped kind
@@ -207,6 +212,10 @@ class ToChangelogRow:
             code = None if kind in spec.drop else spec.mapping.get(kind)
             if code is not None:
                 self.lookup[text] = (kind.value, code)
+
+    def columns(self, names: Sequence[str]) -> list[str]:
+        """The output columns of input rows with these columns."""
+        return [self.op, *(n for n in names if n != self.kc)]
 
     def __call__(self, row: Row, raw: bytes = b"") -> tuple[Row, ...]:
         text = row.get(self.kc)

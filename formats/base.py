@@ -17,6 +17,7 @@ class RowReader:
     """
 
     arrow_schema: Any = None  # a pyarrow schema when the input has one (Parquet)
+    columns: list[str] | None = None  # the columns, when the input declares them (CSV header, Parquet)
 
     def __init__(self, source: str, reject: Reject | None = None):
         self.source = source
@@ -56,6 +57,7 @@ class ChainedReader(RowReader):
         self.current: RowReader | None = None
         self._done = 0  # records of the inputs already read
         self._schema: Any = None  # the last input's, once it is open (Parquet output keeps its types)
+        self._columns: list[str] | None = None
 
     def __iter__(self) -> Iterator[Row]:
         for open_reader in self._openers:
@@ -64,7 +66,7 @@ class ChainedReader(RowReader):
             try:
                 yield from reader
             finally:
-                self._schema = reader.arrow_schema
+                self._schema, self._columns = reader.arrow_schema, reader.columns
                 self._done += reader.records
                 self.current = None
                 reader.close()
@@ -80,6 +82,14 @@ class ChainedReader(RowReader):
     @property  # type: ignore[override]
     def arrow_schema(self) -> Any:
         return self.current.arrow_schema if self.current is not None else self._schema
+
+    @property  # type: ignore[override]
+    def columns(self) -> list[str] | None:
+        return self.current.columns if self.current is not None else self._columns
+
+    @columns.setter
+    def columns(self, value: list[str] | None) -> None:
+        pass
 
     def location(self) -> Location:
         return self.current.location() if self.current is not None else Location(self.source)

@@ -29,10 +29,18 @@ def cdc_executable() -> list[str]:
 
 
 def run_cdc(
-    args: Sequence[str], stdin: bytes | None = None, cwd: Path | None = None
+    args: Sequence[str], stdin: bytes | None = None, cwd: Path | None = None, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[bytes]:
-    """The installed ``cdc`` command in a real subprocess (pipes, exit codes, no test harness)."""
-    return subprocess.run([*cdc_executable(), *map(str, args)], input=stdin, capture_output=True, cwd=cwd, timeout=120)
+    """The installed ``cdc`` command in a real subprocess (pipes, exit codes, no test harness);
+    ``env`` adds variables (``CDC_PATH`` forces a path)."""
+    return subprocess.run(
+        [*cdc_executable(), *map(str, args)],
+        input=stdin,
+        capture_output=True,
+        cwd=cwd,
+        timeout=120,
+        env={**os.environ, **env} if env else None,
+    )
 
 
 def invoke(args: Sequence[str], stdin: bytes | str | None = None) -> Any:

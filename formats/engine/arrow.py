@@ -265,11 +265,9 @@ class BatchWriter:
             from cdc.formats.parquet.threads import ThreadedParquetWriter
 
             return ThreadedParquetWriter(self._stream, schema)
-        import pyarrow.csv as pacsv
+        from cdc.formats.delimited import ArrowCsvWriter
 
-        delimiter = "\t" if self._fmt == "tsv" else ","
-        options = pacsv.WriteOptions(delimiter=delimiter, quoting_style="needed")
-        return pacsv.CSVWriter(self._stream, schema, write_options=options)
+        return ArrowCsvWriter(self._stream, schema, "\t" if self._fmt == "tsv" else ",")
 
     def close(self, empty_schema: Any = None) -> None:
         self._finish()

@@ -84,3 +84,38 @@ def count_substring(values: Any, pattern: str) -> Any:
 
 def add(left: Any, right: Any) -> Any:
     return call_function("add", [left, right])
+
+
+def binary_join_element_wise(*values: Any) -> Any:
+    """The last argument is the separator."""
+    return call_function("binary_join_element_wise", list(values))
+
+
+def cast(values: Any, target_type: Any) -> Any:
+    from pyarrow._compute import CastOptions
+
+    return call_function("cast", [values], CastOptions.safe(target_type))
+
+
+def or_(left: Any, right: Any) -> Any:
+    return call_function("or", [left, right])
+
+
+def equal(left: Any, right: Any) -> Any:
+    return call_function("equal", [left, right])
+
+
+def if_else(condition: Any, left: Any, right: Any) -> Any:
+    return call_function("if_else", [condition, left, right])
+
+
+def match_substring_regex(values: Any, pattern: str) -> Any:
+    from pyarrow._compute import MatchSubstringOptions
+
+    return call_function("match_substring_regex", [values], MatchSubstringOptions(pattern))
+
+
+def replace_substring(values: Any, pattern: str, replacement: str) -> Any:
+    from pyarrow._compute import ReplaceSubstringOptions
+
+    return call_function("replace_substring", [values], ReplaceSubstringOptions(pattern, replacement))

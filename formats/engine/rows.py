@@ -7,7 +7,7 @@ Each spec becomes ``Steps``: ``step`` turns one input row into the rows it makes
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import chain
 from typing import Any
@@ -40,6 +40,8 @@ Where = Callable[[], Location]
 class Steps:
     step: Callable[[Row], Iterable[Row]] | None  # None: rows pass as read (decode)
     finish: Callable[[], Iterable[Row]] = tuple
+    # The output columns of input columns (for an empty result's header and schema), where known.
+    columns: Callable[[Sequence[str]], list[str]] | None = None
 
 
 def accepts(job: Job) -> bool:
@@ -50,11 +52,15 @@ def steps_for(spec: Any, result: Result, where: Where) -> Steps:
     """The row transform of a spec; ``result`` gets the counts and the command's account."""
     counts = result.counts
     if isinstance(spec, FromChangelogSpec):
-        return Steps(FromChangelogRow(spec, counts))
+        from_row = FromChangelogRow(spec, counts)
+        return Steps(from_row, columns=from_row.columns)
     if isinstance(spec, ToChangelogSpec):
-        return Steps(ToChangelogRow(spec, counts))
-    if isinstance(spec, DecodeSpec | CopySpec):
-        return Steps(None)  # rows as read (the reader decodes events)
+        to_row = ToChangelogRow(spec, counts)
+        return Steps(to_row, columns=to_row.columns)
+    if isinstance(spec, CopySpec):
+        return Steps(None, columns=list)
+    if isinstance(spec, DecodeSpec):
+        return Steps(None)  # the reader decodes events
     if isinstance(spec, EncodeSpec):
         from cdc.formats.debezium import DebeziumEncoder
 
@@ -78,7 +84,7 @@ def _materialize(spec: MaterializeSpec, result: Result, where: Where) -> Steps:
         apply(kind, image, where)
         return ()
 
-    return Steps(step, lambda: table_rows(state, spec))
+    return Steps(step, lambda: table_rows(state, spec), lambda names: [n for n in names if n != kind_column])
 
 
 def _inspect(spec: InspectSpec, result: Result, where: Where) -> Steps:
@@ -140,7 +146,10 @@ def run(job: Job, current: Session) -> Result:
             pass
     else:
         first = next(rows, None)  # the first row opens the input: Parquet output learns its types
-        result.counts.written = write_rows(job, current, chain(() if first is None else (first,), rows), reader)
+        rows = chain(() if first is None else (first,), rows)
+        columns = steps.columns
+        empty = (lambda: columns(reader.columns) if reader.columns is not None else []) if columns else None
+        result.counts.written = write_rows(job, current, rows, reader, empty)
     result.read = reader.records
     result_skips(current, result)
     return result

@@ -3,7 +3,7 @@ table state of ``materialize``, whichever path built it."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from cdc.core.model import Row
@@ -56,8 +56,15 @@ def selected(rows: Iterable[Row], columns: Sequence[str]) -> Iterator[Row]:
         yield {c: row.get(c) for c in columns}
 
 
-def write_rows(job: Job, current: Session, rows: Iterable[Row], reader: RowReader | None = None) -> int:
-    """Write rows to the job's output; returns how many."""
+def write_rows(
+    job: Job,
+    current: Session,
+    rows: Iterable[Row],
+    reader: RowReader | None = None,
+    empty_columns: Callable[[], list[str]] | None = None,
+) -> int:
+    """Write rows to the job's output; returns how many. A result with no rows still makes a
+    valid file: with its header or schema when ``--columns`` or ``empty_columns`` knows them."""
     count = 0
 
     def counted(rows: Iterable[Row]) -> Iterator[Row]:
@@ -68,7 +75,10 @@ def write_rows(job: Job, current: Session, rows: Iterable[Row], reader: RowReade
 
     writer = make_writer(job, current, reader)
     writer.write_rows(counted(selected(rows, job.columns) if job.columns else rows))
-    writer.close()
+    if count == 0 and empty_columns is not None and job.out_format in ("csv", "tsv", "parquet"):
+        writer.close(empty_columns())  # type: ignore[call-arg]
+    else:
+        writer.close()
     return count
 
 

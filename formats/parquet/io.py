@@ -35,6 +35,7 @@ class ParquetReader(RowReader):
         except (pa.ArrowException, OSError) as exc:
             raise InputError(f"not a valid Parquet file: {exc}", where=Location(source)) from exc
         self.arrow_schema = self._file.schema_arrow
+        self.columns = list(self.arrow_schema.names)
         self._row = -1
         self._last: Row | None = None
 
@@ -142,8 +143,11 @@ class ParquetWriter:
             raise InputError(f"column {name!r} mixes value types and cannot be written to Parquet ({exc})") from exc
         return pa.string() if pa.types.is_null(inferred) else inferred
 
-    def close(self) -> None:
-        if (self._buffer or self._schema is None) and self._columns.names:
+    def close(self, empty_columns: Sequence[str] = ()) -> None:
+        """``empty_columns``: the columns of a result with no rows, when they are known."""
+        if self._schema is None and not self._columns.names:
+            self._columns = ColumnSet(empty_columns)  # no row came: a valid file all the same
+        if self._buffer or self._schema is None:
             self._flush()
         if self._writer is not None:
             self._writer.close()

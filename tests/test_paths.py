@@ -1,0 +1,306 @@
+"""Every path the planner can choose says what the row path says, on any input.
+
+A job runs on each path that accepts it (``run_job(job, path=…)``): the output (numbers compared
+by their spelling), the counts, the rejects with their lines, and the error of a failing run must
+be the row path's. Number spellings and error words must also not depend on the output format.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import invoke, read_parquet, write_csv, write_parquet
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_kernel_paths import events, lines
+
+from cdc.core.errors import CdcError
+from cdc.core.mapping import DEFAULT_FROM_MAPPING, parse_from_mapping
+from cdc.core.model import OnError
+from cdc.core.specs import DecodeSpec, FromChangelogSpec, ToChangelogSpec
+from cdc.formats.engine.inputs import resolve
+from cdc.formats.engine.job import Job
+from cdc.formats.engine.plan import PATHS
+from cdc.formats.engine.run import run_job
+
+SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def _literal_json(text: str) -> Any:
+    """A JSON value with every number kept as its spelling (so ``1.10`` ≠ ``1.1``)."""
+    return json.loads(text, parse_float=lambda t: ("number", t), parse_int=lambda t: ("number", t))
+
+
+def _paths_for(job: Job) -> list[str]:
+    resolved = resolve(job)
+    return [name for name, make in PATHS.items() if make().accepts(resolved)]
+
+
+def _outcome(job: Job, path: str, out: Path, rejects: Path | None) -> tuple[Any, ...]:
+    try:
+        result = run_job(job, path=path)
+    except CdcError as err:
+        return ("error", str(err), err.hint)
+    if out.suffix == ".parquet":
+        rows: Any = read_parquet(out)
+    elif out.suffix == ".csv":
+        rows = out.read_text(encoding="utf-8")
+    else:
+        rows = [list(_literal_json(line).items()) for line in out.read_text(encoding="utf-8").split("\n") if line]
+    skipped = []
+    if rejects is not None and rejects.exists():
+        skipped = [(r["line"], r["error"]) for r in map(json.loads, rejects.read_text().split("\n")[:-1])]
+    counts = result.counts
+    return rows, dict(counts.by_kind), counts.dropped, dict(counts.notes), result.read, result.skipped, skipped
+
+
+def _all_paths_agree(job: Job, out: Path, rejects: Path | None, expect_paths: int) -> None:
+    names = _paths_for(job)
+    assert "rows" in names and len(names) >= expect_paths, names
+    reference = _outcome(job, "rows", out, rejects)
+    for name in names:
+        if name != "rows":
+            assert _outcome(job, name, out, rejects) == reference, name
+
+
+def _lines_paths() -> int:
+    from cdc.formats.engine.native import kernel
+
+    return 3 if kernel.available() else 2  # rows, lines, and kernel-lines where it was built
+
+
+@SETTINGS
+@given(data=lines("op", list(DEFAULT_FROM_MAPPING)), skip=st.booleans(), drop=st.booleans())
+def test_from_changelog_on_json_lines_agrees_on_every_path(data: bytes, skip: bool, drop: bool) -> None:
+    spec = FromChangelogSpec(
+        "op", DEFAULT_FROM_MAPPING, drop=frozenset(parse_from_mapping([]).values()) if drop else frozenset()
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        src, out, rejects = Path(tmp, "in.jsonl"), Path(tmp, "out.jsonl"), Path(tmp, "rejects.jsonl")
+        src.write_bytes(data)
+        on_error = OnError.skip if skip else OnError.fail
+        job = Job(spec, (str(src),), output=str(out), on_error=on_error, rejects=str(rejects) if skip else None)
+        _all_paths_agree(job, out, rejects if skip else None, _lines_paths())
+
+
+@SETTINGS
+@given(data=lines("kind", ["+I", "-U", "+U", "-D", "INSERT", "DELETE"]), skip=st.booleans())
+def test_to_changelog_on_json_lines_agrees_on_every_path(data: bytes, skip: bool) -> None:
+    spec = ToChangelogSpec({k: k.name for k in DEFAULT_FROM_MAPPING.values()}, "op", "kind")
+    with tempfile.TemporaryDirectory() as tmp:
+        src, out, rejects = Path(tmp, "in.jsonl"), Path(tmp, "out.jsonl"), Path(tmp, "rejects.jsonl")
+        src.write_bytes(data)
+        on_error = OnError.skip if skip else OnError.fail
+        job = Job(spec, (str(src),), output=str(out), on_error=on_error, rejects=str(rejects) if skip else None)
+        _all_paths_agree(job, out, rejects if skip else None, _lines_paths())
+
+
+@SETTINGS
+@given(data=events(), skip=st.booleans())
+def test_decode_agrees_on_every_path(data: bytes, skip: bool) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        src, out, rejects = Path(tmp, "in.jsonl"), Path(tmp, "out.jsonl"), Path(tmp, "rejects.jsonl")
+        src.write_bytes(data)
+        on_error = OnError.skip if skip else OnError.fail
+        job = Job(DecodeSpec(), (str(src),), output=str(out), on_error=on_error, rejects=str(rejects) if skip else None)
+        _all_paths_agree(job, out, rejects if skip else None, _lines_paths())
+
+
+cells = st.one_of(st.none(), st.integers(-5, 5), st.text('ab,"\n é', max_size=4))
+codes = st.sampled_from(["INSERT", "UPDATE_BEFORE", "UPDATE_AFTER", "DELETE", "NOPE", None])
+
+
+@st.composite
+def tables(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """Rows of one shape: an op column (bad codes too) among a few typed columns."""
+    names = draw(st.lists(st.sampled_from(["id", "name", "n", "x y"]), min_size=1, max_size=3, unique=True))
+    kinds = {name: draw(st.sampled_from(["int", "text"])) for name in names}
+    rows = []
+    for _ in range(draw(st.integers(1, 30))):
+        row: dict[str, Any] = {}
+        for name in names:
+            value = draw(cells)
+            row[name] = value if value is None or kinds[name] == ("int" if isinstance(value, int) else "text") else None
+        row["op"] = draw(codes)
+        rows.append(row)
+    return rows
+
+
+@SETTINGS
+@given(
+    rows=tables(),
+    fmt=st.sampled_from(["parquet", "csv"]),
+    out_fmt=st.sampled_from(["parquet", "csv"]),
+    skip=st.booleans(),
+    drop=st.booleans(),
+    direction=st.sampled_from(["from", "to"]),
+)
+def test_tables_agree_on_the_arrow_path_and_the_row_path(
+    rows: list[dict[str, Any]], fmt: str, out_fmt: str, skip: bool, drop: bool, direction: str
+) -> None:
+    dropped = frozenset(k for k in DEFAULT_FROM_MAPPING.values() if k.value == "-U") if drop else frozenset()
+    if direction == "from":
+        spec: Any = FromChangelogSpec("op", DEFAULT_FROM_MAPPING, drop=dropped)
+    else:
+        short = {"INSERT": "+I", "UPDATE_BEFORE": "-U", "UPDATE_AFTER": "+U", "DELETE": "-D"}
+        rows = [{**r, "op": short.get(r["op"], r["op"])} for r in rows]
+        spec = ToChangelogSpec({k: k.name for k in DEFAULT_FROM_MAPPING.values()}, "code", drop=dropped)
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp, f"in.{fmt}")
+        (write_parquet if fmt == "parquet" else write_csv)(src, rows)
+        out, rejects = Path(tmp, f"out.{out_fmt}"), Path(tmp, "rejects.jsonl")
+        on_error = OnError.skip if skip else OnError.fail
+        job = Job(spec, (str(src),), output=str(out), on_error=on_error, rejects=str(rejects) if skip else None)
+        _all_paths_agree(job, out, rejects if skip else None, 2)
+
+
+# -- one spelling per number, one wording per error, whatever the command and the format ------
+
+LITERALS = ["12.00", "1E+2", "1e300", "0.0000001", "12345678901234567.89", "123456789012345678901234567890",
+            "-9223372036854775809", "3.14", "-0.0"]  # fmt: skip
+PRINTED = ["12.00", "100.0", "1.0E300", "0.0000001", "12345678901234567.89", "123456789012345678901234567890",
+           "-9223372036854775809", "3.14", "-0.0"]  # fmt: skip
+
+
+def _changelog(tmp_path: Path) -> Path:
+    lines_ = [f'{{"op":"+I","id":{i},"v":{lit}}}' for i, lit in enumerate(LITERALS)]
+    lines_ += [f'{{"op":"-U","id":0,"v":{LITERALS[0]}}}', f'{{"op":"+U","id":0,"v":{LITERALS[0]}}}']
+    path = tmp_path / "log.jsonl"
+    path.write_text("\n".join(lines_) + "\n")
+    return path
+
+
+COMMANDS = [
+    ["to-changelog"],
+    ["materialize", "--key", "id"],
+    ["materialize", "--key", "id", "--sort"],
+    ["materialize"],
+    ["replay", "--key", "id", "--keep-noop"],
+]
+
+
+@pytest.mark.parametrize(
+    ("command", "fmt"),
+    [(c, f) for c in COMMANDS for f in ("jsonl", "csv", "print")] + [(["debezium-encode"], "jsonl")],
+    ids=lambda v: " ".join(v) if isinstance(v, list) else v,
+)
+def test_numbers_keep_their_spelling_in_every_command_and_format(tmp_path: Path, command: list[str], fmt: str) -> None:
+    result = invoke([*command, _changelog(tmp_path), "-f", fmt])
+    assert result.exit_code == 0, result.stderr
+    spelled = PRINTED if fmt == "print" else LITERALS
+    text = result.stdout
+    for literal in spelled:
+        assert literal in text, (literal, text)
+    if fmt != "print":
+        assert "1e+300" not in text and "12.0," not in text and "100.0" not in text
+
+
+def test_numbers_survive_decode_encode_decode(tmp_path: Path) -> None:
+    log = _changelog(tmp_path)
+    encoded = invoke(["debezium-encode", log]).stdout
+    decoded = invoke(["debezium-decode"], stdin=encoded).stdout
+    assert decoded == invoke(["to-changelog", log, "--op", "op", "-m", "+I=+I", "-m", "-U=-U", "-m", "+U=+U"]).stdout
+
+
+@pytest.mark.parametrize("out_fmt", ["jsonl", "csv", "parquet", "print"])
+@pytest.mark.parametrize("in_fmt", ["jsonl", "csv", "parquet"])
+def test_a_bad_code_is_worded_alike_whatever_the_formats(tmp_path: Path, in_fmt: str, out_fmt: str) -> None:
+    rows = [{"op": "INSERT", "id": 1}, {"op": "UPSERT", "id": 2}]
+    src = tmp_path / f"in.{in_fmt}"
+    {"jsonl": lambda p, r: p.write_text("".join(json.dumps(x) + "\n" for x in r)), "csv": write_csv,
+     "parquet": write_parquet}[in_fmt](src, rows)  # fmt: skip
+    out = tmp_path / f"out.{'jsonl' if out_fmt == 'print' else out_fmt}"
+    result = invoke(["from-changelog", src, "-o", out, "-f", out_fmt])
+    where = {"jsonl": f"{src}:2", "csv": f"{src}:3", "parquet": f"{src}: row 2"}[in_fmt]
+    assert result.exit_code == 3
+    assert result.stderr.splitlines()[0] == (
+        f"cdc: error: {where}: invalid op code 'UPSERT' in column 'op'; "
+        "defined op codes are [INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE]"
+    )
+
+
+def test_a_non_text_op_column_is_worded_alike_on_every_path(tmp_path: Path) -> None:
+    src = write_parquet(tmp_path / "in.parquet", [{"op": 1, "id": 1}])
+    said = set()
+    for out in ("out.parquet", "out.jsonl", "out.csv"):
+        result = invoke(["from-changelog", src, "-o", tmp_path / out])
+        said.add(result.stderr.splitlines()[0])
+    assert said == {f"cdc: error: {src}: row 1: op column 'op' must be of STRING type, but was number (1)"}
+
+
+def test_the_planner_is_the_only_place_that_chooses() -> None:
+    from helpers import REPO
+    from test_quality import imports_of
+
+    engine_paths = {"lines", "arrow", "rows", "workers", "native", "plan"}
+    for path in sorted((REPO / "cli").glob("*.py")):
+        for name in imports_of(path):
+            parts = name.split(".")
+            assert not (parts[:3] == ["cdc", "formats", "engine"] and len(parts) > 3 and parts[3] in engine_paths), (
+                f"{path.name} imports {name}"
+            )
+    assert os.environ.get("CDC_PATH") is None
+
+
+# -- inputs on which the paths once disagreed (issue #8, item 10): one answer on every path ----
+
+
+def _on_every_path(args: list[str], stdin: bytes | None = None) -> set[tuple[int, str, str]]:
+    """What cdc says for ``args`` on each path the planner may take (``CDC_PATH``)."""
+    from helpers import run_cdc
+
+    said = set()
+    for path in ("rows", "lines", "kernel-lines", "keyed-kernel", None):
+        env = {"CDC_PATH": path} if path else {}
+        result = run_cdc(args, stdin=stdin, env=env)
+        if b"does not take this job" in result.stderr:
+            continue
+        said.add((result.returncode, result.stdout.decode(), result.stderr.decode()))
+    return said
+
+
+def test_negative_integers_past_64_bits_stay_integers(tmp_path: Path) -> None:
+    log = tmp_path / "log.jsonl"
+    log.write_text('{"op":"+I","id":-9223372036854775809}\n{"op":"+I","id":-9223372036854775808}\n')
+    said = _on_every_path(["materialize", log, "--key", "id", "--stats"])
+    assert len(said) == 1
+    code, out, err = said.pop()
+    assert code == 0 and out == '{"id":-9223372036854775809}\n{"id":-9223372036854775808}\n'
+    assert "2 live rows" in err and "inconsistent" not in err
+    assert invoke(["materialize", log, "--key", "id", "--sort"]).stdout.splitlines()[0] == (
+        '{"id":-9223372036854775809}'
+    )
+
+
+def test_integers_of_any_length_are_numbers_on_every_path(tmp_path: Path) -> None:
+    big = "9" * 5000
+    log = tmp_path / "log.jsonl"
+    log.write_text(f'{{"op":"+I","id":{big}}}\n{{"op":"+I","id":1}}\n')
+    for args in (["materialize", log, "--key", "id", "--sort"], ["to-changelog", log], ["materialize", log]):
+        said = _on_every_path(args)
+        assert len(said) == 1, args
+        code, out, err = said.pop()
+        assert code == 0 and big in out, err
+
+
+def test_a_line_nested_5000_deep_is_bad_input_not_a_crash(tmp_path: Path) -> None:
+    log = tmp_path / "log.jsonl"
+    log.write_text('{"op":"+I","id":1}\n{"op":"+I","id":2,"v":' + "[" * 5000 + "]" * 5000 + "}\n")
+    for command in (["from-changelog", "-m", "+I=INSERT"], ["materialize"], ["materialize", "--key", "id"]):
+        for code, _, err in _on_every_path([*command, log]):
+            assert code == 3 and "Traceback" not in err and f"{log}:2: invalid JSON" in err, err
+        skipped = _on_every_path([*command, log, "--on-error", "skip"])
+        assert all(code == 0 and "skipped 1 bad record" in err for code, _, err in skipped), skipped
+
+
+def test_decode_stats_count_every_chunk(tmp_path: Path) -> None:
+    events = tmp_path / "events.jsonl"
+    line = '{"before":null,"after":{"id":%d,"name":"%s"},"op":"c"}\n'
+    events.write_text("".join(line % (i, "x" * 80) for i in range(20_000)))  # ~2 MB: several chunks
+    said = _on_every_path(["debezium-decode", events, "--stats"])
+    assert {err.splitlines()[-1] for _, _, err in said} == {"cdc: debezium-decode: read 20000, wrote 20000 (+I 20000)"}
