@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-Row = dict[str, Any]
+from cdc.core.model import Row
 
 
 def canonical(value: Any) -> str | None:

@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cdc.core.kinds import changelog_mode
-from cdc.core.rowstore import Key, Row, key_getter
+from cdc.core.model import Key, Row
+from cdc.core.rowstore import key_getter
 from cdc.core.state import Findings, Policy, TableState, Where, new_state
 from cdc.core.timeorder import sort_key
 

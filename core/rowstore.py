@@ -6,9 +6,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from cdc.core.errors import InputError
-
-Row = dict[str, Any]
-Key = tuple[Any, ...]
+from cdc.core.model import Key, Row
 
 
 def hashable(value: Any) -> Any:

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from cdc.core.errors import InconsistencyError, Location
-from cdc.core.rowstore import Key, KeyedRows, MultisetRows, Row, hashable, row_identity
+from cdc.core.model import Key, Row
+from cdc.core.rowstore import KeyedRows, MultisetRows, hashable, row_identity
 
 Where = Callable[[], Location | None]
 MAX_EXAMPLES = 5

@@ -7,7 +7,8 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from cdc.core.errors import InputError
-from cdc.core.rowstore import Key, MultisetRows, Row, key_getter
+from cdc.core.model import Key, Row
+from cdc.core.rowstore import MultisetRows, key_getter
 from cdc.core.state import Findings, TableState, Where, _nowhere
 from cdc.core.timeorder import TimePoint
 

@@ -13,7 +13,7 @@ from itertools import chain
 from typing import Any
 
 from cdc.core.convert import FromChangelogRow, ToChangelogRow, split_change
-from cdc.core.errors import InputError, Location
+from cdc.core.errors import InputError
 from cdc.core.model import Row
 from cdc.core.profile import Profile
 from cdc.core.replay import ReplayCounts, Replayer
@@ -27,13 +27,12 @@ from cdc.core.specs import (
     ReplaySpec,
     ToChangelogSpec,
 )
+from cdc.core.state import Where
 from cdc.formats.base import RowReader
 from cdc.formats.engine.inputs import open_rows
 from cdc.formats.engine.job import Job, Result
 from cdc.formats.engine.session import Session, result_skips
 from cdc.formats.engine.tables import new_table_state, table_rows, write_rows
-
-Where = Callable[[], Location]
 
 
 @dataclass
