@@ -48,8 +48,6 @@ VARIANTS: list[tuple[str, dict[str, str], str]] = [
     ("precise-micros", {"decimal.handling.mode": "precise", "time.precision.mode": "microseconds"}, "schema"),
 ]
 
-# Checks that can only pass once a cdc bug is fixed: check-name prefix → findings folder.
-KNOWN_FINDINGS: dict[str, str] = {}
 
 
 def log(msg: str) -> None:
@@ -66,10 +64,32 @@ class Check:
     detail: list[str] = field(default_factory=list)
 
     def finding(self) -> str | None:
-        for prefix, folder in KNOWN_FINDINGS.items():
-            if self.name.startswith(prefix):
-                return folder
-        return None
+        """The findings (e2e/findings/NN-*) that explain every difference of this check, if they do."""
+        text = "\n".join(self.detail)
+        tags = set()
+        if "known findings: " in text:
+            tags.update(text.split("known findings: ")[-1].split("\n")[0].split(", "))
+        elif "placeholder '__debezium_unavailable_value'" in text and "--key" in text:
+            tags.add("05")
+        elif "retracts" in text and "differs from the row last written" in text:
+            tags.add("04")
+        if "-U image differs from the stored row" in text and all(_same_instant(line) for line in self.detail
+                                                                   if "differs from the stored row" in line):
+            tags.add("06")
+        return ", ".join(sorted(tags)) or None
+
+
+def _same_instant(line: str) -> bool:
+    """A materialize inconsistency whose stored and new values are one instant spelt twice."""
+    import re
+    m = re.search(r"stored '([^']+)', got '([^']+)'", line)
+    if not m:
+        return False
+    try:
+        import datetime as _dt
+        return _dt.datetime.fromisoformat(m[1]) == _dt.datetime.fromisoformat(m[2])
+    except ValueError:
+        return False
 
 
 class Results:
@@ -83,7 +103,7 @@ class Results:
         if c.ok:
             log(f"  PASS {name}")
         else:
-            note = f"  [known: e2e/{c.finding()}]" if c.finding() else ""
+            note = f"  [explained by e2e/findings {c.finding()}]" if c.finding() else ""
             log(f"  FAIL {name}{note}")
             for line in diffs[:8]:
                 log(f"       {line}")
@@ -132,6 +152,62 @@ def head(src: Path, lines: int, dst: Path) -> Path:
                 break
             g.write(line)
     return dst
+
+
+def _as_floats(value: Any) -> Any:
+    if isinstance(value, Decimal | int) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, dict):
+        return {k: _as_floats(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_as_floats(v) for v in value]
+    return value
+
+
+def retractions_match(changelog: Path, key: str = "id", limit: int = 5) -> list[str]:
+    """Every -U and -D must retract exactly the row last written for its key (materialize --strict
+    holds a -U to that, but a -D only to its key)."""
+    state: dict[Any, dict[str, Any]] = {}
+    diffs: list[str] = []
+    bad = zoned = 0
+    for i, row in enumerate(read_rows(changelog), 1):
+        kind = row.pop("op")
+        k = row.get(key)
+        if kind in ("+I", "+U"):
+            state[k] = row
+            continue
+        stored = state.pop(k, None)
+        if stored is not None and stored != row and _equal_but_zoned_text(stored, row):
+            zoned += 1
+            continue
+        if stored != row:
+            bad += 1
+            if bad <= limit:
+                cols = sorted(c for c in set(row) | set(stored or {}) if (stored or {}).get(c) != row.get(c))
+                diffs.append(f"row {i}: {kind} of key {k} differs from the row last written for it in "
+                             f"{', '.join(cols[:6])}: " + ", ".join(f"{c}: wrote {compare._short(repr((stored or {}).get(c)))}, "
+                                                               f"retracts {compare._short(repr(row.get(c)))}" for c in cols[:2]))
+    if bad > limit:
+        diffs.append(f"… {bad - limit} more")
+    if zoned:
+        diffs.append(f"{zoned} retraction(s) differ from the written row only in how a zoned timestamp is spelt"
+                     + ("" if bad else "\nknown findings: 06"))
+    return diffs
+
+
+def _equal_but_zoned_text(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    import datetime as _dt
+    if set(a) != set(b):
+        return False
+    for c in a:
+        if a[c] != b[c]:
+            try:
+                if not (isinstance(a[c], str) and isinstance(b[c], str) and a[c].endswith("Z")
+                        and _dt.datetime.fromisoformat(a[c]) == _dt.datetime.fromisoformat(b[c])):
+                    return False
+            except ValueError:
+                return False
+    return True
 
 
 # ---- one database -------------------------------------------------------------------------------
@@ -302,7 +378,7 @@ class Run:
         wl = W.Workload(args.seed, tables)
         initial = max(20, args.changes // 20)
         for t in tables:  # the rows the initial snapshot reads
-            stmts = [wl.insert(t) for _ in range(initial)]
+            stmts = [wl.insert(t, snapshot=True) for _ in range(initial)]
             for i in range(0, len(stmts), 200):
                 self.db.sql("BEGIN;\n" + "\n".join(stmts[i:i + 200]) + "\nCOMMIT;")
         snapshot_rows = {t.name: len(t.live) for t in tables}
@@ -414,7 +490,10 @@ class Run:
             if not err:
                 err = sh([[*self.cdc, "materialize", changelog, "--key", "id", "--strict"]],
                          checks_dir / f"{target.table}.strict.jsonl")
-            self.results.add(f"{label}: the decoded changelog is consistent (materialize --strict)", err)
+            if not err:
+                err = retractions_match(changelog)
+            self.results.add(f"{label}: the decoded changelog is consistent (materialize --strict; every -U/-D "
+                             "is the row last written for its key)", err)
             # 6. debezium-encode → debezium-decode round trip on the real events
             self.check_round_trip(label, target, changelog)
         self.figures["events"] = events_count
@@ -446,6 +525,8 @@ class Run:
                 y = rb[first] if first < len(rb) else None
                 err = [f"{len(ra)} changelog rows, {len(rb)} after the round trip; first difference at row {first + 1}:",
                        f"before: {str(x)[:300]}", f"after:  {str(y)[:300]}"]
+                if len(ra) == len(rb) and all(_as_floats(x) == _as_floats(y) for x, y in zip(ra, rb, strict=True)):
+                    err.append("known findings: 03")  # equal once every number is a double
         self.results.add(f"{label}: debezium-encode → debezium-decode gives the same changelog", err)
 
 
@@ -505,8 +586,9 @@ def main() -> int:
                        for c in results.checks],
         }, indent=2, default=str) + "\n")
     if known:
-        log(f"e2e: {len(known)} failing check(s) are known cdc findings: "
-            + ", ".join(sorted({f'e2e/{c.finding()}' for c in known})))
+        found = sorted({t for c in known for t in (c.finding() or "").split(", ") if t})
+        log(f"e2e: {len(known)} of {total - passed} failing checks are explained by known cdc findings "
+            f"(e2e/findings/{{{','.join(found)}}}-*); the exit code still counts them")
     if args.keep:
         log(f"e2e: work directory kept: {base}")
     log(f"e2e: total wall time {time.monotonic() - t0:.0f}s")

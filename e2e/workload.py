@@ -323,9 +323,18 @@ class Workload:
         self.tables = tables
         self.truncates = truncates
 
-    def insert(self, t: Table) -> str:
+    def insert(self, t: Table, snapshot: bool = False) -> str:
         key = t.new_key(self.rng)
         row = t.make_row(self.rng, key)
+        if snapshot and t.dialect is MARIA:
+            # Debezium's MySQL connector reads MariaDB's TIME through MySQL's JDBC driver in the
+            # snapshot: it drops the fraction of TIME(6) and reads TIME '00:00:00' as NULL (the raw
+            # events say so: not cdc's doing, see README.md). Rows the snapshot reads avoid both.
+            for col in ("t", "t0"):
+                v = row[col][0]
+                if v is not None:
+                    v = v.replace(microsecond=0)
+                    row[col] = (dt.time(0, 0, 1) if v == dt.time(0, 0) else v, "time")
         t.live.add(key)
         cols = ", ".join(row)
         vals = ", ".join(t.dialect.lit(v, k) for v, k in row.values())
