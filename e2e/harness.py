@@ -73,6 +73,8 @@ class Check:
             tags.add("05")
         elif "retracts" in text and "differs from the row last written" in text:
             tags.add("04")
+        elif "-D of a key that does not exist" in text:
+            tags.add("07")  # a TRUNCATE's -D for a row the multiset should have dropped
         if "-U image differs from the stored row" in text and all(_same_instant(line) for line in self.detail
                                                                    if "differs from the stored row" in line):
             tags.add("06")
