@@ -40,7 +40,11 @@ def command(
     report = result.detail.as_dict(common.inputs)
     if as_json:
         sys.stdout.buffer.write(
-            orjson.dumps(report, default=encode_default, option=orjson.OPT_APPEND_NEWLINE | orjson.OPT_INDENT_2)
+            orjson.dumps(
+                report,
+                default=encode_default,
+                option=orjson.OPT_APPEND_NEWLINE | orjson.OPT_INDENT_2 | orjson.OPT_PASSTHROUGH_DATETIME,
+            )
         )
     elif sys.stdout.isatty():
         _panel(report)

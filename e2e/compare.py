@@ -111,7 +111,13 @@ def canon_cdc(value: Any, kind: str, modes: dict[str, str]) -> Any:
                 return float(value)
             if isinstance(value, str) and modes.get("decimal") != "string":
                 raise Unparseable(f"a decimal left as text: {value!r}")
-            return Decimal(value) if isinstance(value, int | str) else value if isinstance(value, Decimal) else Unparseable(repr(value))
+            return (
+                Decimal(value)
+                if isinstance(value, int | str)
+                else value
+                if isinstance(value, Decimal)
+                else Unparseable(repr(value))
+            )
         if kind == "float64":
             return float(value)
         if kind == "float32":
@@ -146,8 +152,15 @@ def canon_cdc(value: Any, kind: str, modes: dict[str, str]) -> Any:
     raise ValueError(kind)
 
 
-def compare_tables(db_rows: list[dict[str, Any]], cdc_rows: list[dict[str, Any]], types: dict[str, str],
-                   modes: dict[str, str], db: str, key: str = "id", limit: int = 5) -> list[str]:
+def compare_tables(
+    db_rows: list[dict[str, Any]],
+    cdc_rows: list[dict[str, Any]],
+    types: dict[str, str],
+    modes: dict[str, str],
+    db: str,
+    key: str = "id",
+    limit: int = 5,
+) -> list[str]:
     """Differences between the database's table and cdc's, as readable lines (empty: equal)."""
     diffs: list[str] = []
     db_by = {int(r[key]): r for r in db_rows}
@@ -184,9 +197,11 @@ def compare_tables(db_rows: list[dict[str, Any]], cdc_rows: list[dict[str, Any]]
                 tags.add(tag)
                 if cells <= limit:
                     shown = repr(b.get(col))
-                    diffs.append(f"key {k} column {col}: database {_short(a.get(col))}, cdc {_short(shown)}"
-                                 + (f" ({got})" if isinstance(got, Unparseable) else "")
-                                 + (f" [finding {tag}]" if tag else ""))
+                    diffs.append(
+                        f"key {k} column {col}: database {_short(a.get(col))}, cdc {_short(shown)}"
+                        + (f" ({got})" if isinstance(got, Unparseable) else "")
+                        + (f" [finding {tag}]" if tag else "")
+                    )
     if cells > limit:
         diffs.append(f"… {cells - limit} more differing cells")
     if diffs and None not in tags:

@@ -29,8 +29,9 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def run(cmd: list[str], *, input: str | None = None, timeout: float = 120, user: str | None = None,
-        check: bool = True) -> subprocess.CompletedProcess[str]:
+def run(
+    cmd: list[str], *, input: str | None = None, timeout: float = 120, user: str | None = None, check: bool = True
+) -> subprocess.CompletedProcess[str]:
     if user is not None and os.geteuid() == 0:
         cmd = ["runuser", "-u", user, "--", *cmd]
     try:
@@ -66,24 +67,76 @@ class Postgres:
         self.dir.mkdir(parents=True)
         if os.geteuid() == 0:
             shutil.chown(self.dir, "postgres", "postgres")
-        run([str(self.bin / "initdb"), "-D", str(self.dir / "data"), "-U", "postgres", "--auth=trust",
-             "-E", "UTF8", "--locale=C.UTF-8"], user="postgres")
-        opts = (f"-c listen_addresses=127.0.0.1 -p {self.port} -c unix_socket_directories={self.dir} "
-                "-c wal_level=logical -c max_replication_slots=16 -c max_wal_senders=16 -c fsync=off "
-                "-c synchronous_commit=off -c full_page_writes=off -c TimeZone=UTC -c shared_buffers=64MB")
-        run([str(self.bin / "pg_ctl"), "-D", str(self.dir / "data"), "-l", str(self.dir / "server.log"),
-             "-o", opts, "-w", "-t", "60", "start"], user="postgres", timeout=90)
+        run(
+            [
+                str(self.bin / "initdb"),
+                "-D",
+                str(self.dir / "data"),
+                "-U",
+                "postgres",
+                "--auth=trust",
+                "-E",
+                "UTF8",
+                "--locale=C.UTF-8",
+            ],
+            user="postgres",
+        )
+        opts = (
+            f"-c listen_addresses=127.0.0.1 -p {self.port} -c unix_socket_directories={self.dir} "
+            "-c wal_level=logical -c max_replication_slots=16 -c max_wal_senders=16 -c fsync=off "
+            "-c synchronous_commit=off -c full_page_writes=off -c TimeZone=UTC -c shared_buffers=64MB"
+        )
+        run(
+            [
+                str(self.bin / "pg_ctl"),
+                "-D",
+                str(self.dir / "data"),
+                "-l",
+                str(self.dir / "server.log"),
+                "-o",
+                opts,
+                "-w",
+                "-t",
+                "60",
+                "start",
+            ],
+            user="postgres",
+            timeout=90,
+        )
         self.started = True
 
     def stop(self) -> None:
         if self.started:
-            run([str(self.bin / "pg_ctl"), "-D", str(self.dir / "data"), "-m", "fast", "-w", "-t", "60", "stop"],
-                user="postgres", timeout=90, check=False)
+            run(
+                [str(self.bin / "pg_ctl"), "-D", str(self.dir / "data"), "-m", "fast", "-w", "-t", "60", "stop"],
+                user="postgres",
+                timeout=90,
+                check=False,
+            )
             self.started = False
 
     def sql(self, script: str, timeout: float = 300) -> str:
-        proc = run(["psql", "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1", "-p", str(self.port),
-                    "-U", "postgres", "-d", "postgres"], input=script, timeout=timeout)
+        proc = run(
+            [
+                "psql",
+                "-X",
+                "-q",
+                "-A",
+                "-t",
+                "-v",
+                "ON_ERROR_STOP=1",
+                "-h",
+                "127.0.0.1",
+                "-p",
+                str(self.port),
+                "-U",
+                "postgres",
+                "-d",
+                "postgres",
+            ],
+            input=script,
+            timeout=timeout,
+        )
         return proc.stdout
 
     def dump(self, table: str) -> list[str]:
@@ -129,29 +182,61 @@ class MariaDB:
     def start(self) -> None:
         self.dir.mkdir(parents=True)
         data = self.dir / "data"
-        run(["mariadb-install-db", "--no-defaults", f"--datadir={data}", "--user=root",
-             "--auth-root-authentication-method=normal", "--skip-test-db"], timeout=180)
-        log = open(self.dir / "server.log", "wb")
+        run(
+            [
+                "mariadb-install-db",
+                "--no-defaults",
+                f"--datadir={data}",
+                "--user=root",
+                "--auth-root-authentication-method=normal",
+                "--skip-test-db",
+            ],
+            timeout=180,
+        )
+        log = open(self.dir / "server.log", "wb")  # noqa: SIM115 - the server writes it while it runs
         self.proc = subprocess.Popen(
-            ["mariadbd", "--no-defaults", f"--datadir={data}", "--user=root", f"--port={self.port}",
-             "--bind-address=127.0.0.1", f"--socket={self.dir}/mysqld.sock", f"--pid-file={self.dir}/mysqld.pid",
-             f"--log-bin={data}/binlog", "--server-id=1", "--binlog-format=ROW", "--binlog-row-image=FULL",
-             "--skip-name-resolve", "--innodb-flush-log-at-trx-commit=2", "--sync-binlog=0",
-             "--default-time-zone=+00:00", "--character-set-server=utf8mb4", "--collation-server=utf8mb4_bin",
-             "--innodb-buffer-pool-size=128M", f"--log-error={self.dir}/error.log",
-             f"--version={self.compat_version()}"],
-            stdout=log, stderr=subprocess.STDOUT)
+            [
+                "mariadbd",
+                "--no-defaults",
+                f"--datadir={data}",
+                "--user=root",
+                f"--port={self.port}",
+                "--bind-address=127.0.0.1",
+                f"--socket={self.dir}/mysqld.sock",
+                f"--pid-file={self.dir}/mysqld.pid",
+                f"--log-bin={data}/binlog",
+                "--server-id=1",
+                "--binlog-format=ROW",
+                "--binlog-row-image=FULL",
+                "--skip-name-resolve",
+                "--innodb-flush-log-at-trx-commit=2",
+                "--sync-binlog=0",
+                "--default-time-zone=+00:00",
+                "--character-set-server=utf8mb4",
+                "--collation-server=utf8mb4_bin",
+                "--innodb-buffer-pool-size=128M",
+                f"--log-error={self.dir}/error.log",
+                f"--version={self.compat_version()}",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
         deadline = time.monotonic() + 60
         while True:
-            ok = run(["mariadb", "--no-defaults", f"--socket={self.dir}/mysqld.sock", "-uroot", "-e", "SELECT 1"],
-                     check=False, timeout=10)
+            ok = run(
+                ["mariadb", "--no-defaults", f"--socket={self.dir}/mysqld.sock", "-uroot", "-e", "SELECT 1"],
+                check=False,
+                timeout=10,
+            )
             if ok.returncode == 0:
                 break
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 raise HarnessError(f"MariaDB did not start; see {self.dir}/error.log")
             time.sleep(0.3)
-        self._root_sql("CREATE USER 'cdc'@'%' IDENTIFIED BY 'cdc'; GRANT ALL ON *.* TO 'cdc'@'%' WITH GRANT OPTION; "
-                       "CREATE DATABASE e2e CHARACTER SET utf8mb4 COLLATE utf8mb4_bin;")
+        self._root_sql(
+            "CREATE USER 'cdc'@'%' IDENTIFIED BY 'cdc'; GRANT ALL ON *.* TO 'cdc'@'%' WITH GRANT OPTION; "
+            "CREATE DATABASE e2e CHARACTER SET utf8mb4 COLLATE utf8mb4_bin;"
+        )
 
     def _root_sql(self, script: str) -> str:
         return run(["mariadb", "--no-defaults", f"--socket={self.dir}/mysqld.sock", "-uroot"], input=script).stdout
@@ -167,8 +252,21 @@ class MariaDB:
         self.proc = None
 
     def sql(self, script: str, timeout: float = 300) -> str:
-        proc = run(["mariadb", "--no-defaults", f"--socket={self.dir}/mysqld.sock", "-uroot", "-N", "-B", "--raw",
-                    "--default-character-set=utf8mb4", "e2e"], input=script, timeout=timeout)
+        proc = run(
+            [
+                "mariadb",
+                "--no-defaults",
+                f"--socket={self.dir}/mysqld.sock",
+                "-uroot",
+                "-N",
+                "-B",
+                "--raw",
+                "--default-character-set=utf8mb4",
+                "e2e",
+            ],
+            input=script,
+            timeout=timeout,
+        )
         return proc.stdout
 
     def dump(self, table: str, select: str) -> list[str]:

@@ -49,7 +49,6 @@ VARIANTS: list[tuple[str, dict[str, str], str]] = [
 ]
 
 
-
 def log(msg: str) -> None:
     print(msg, flush=True)
 
@@ -75,8 +74,9 @@ class Check:
             tags.add("04")
         elif "-D of a key that does not exist" in text:
             tags.add("07")  # a TRUNCATE's -D for a row the multiset should have dropped
-        if "-U image differs from the stored row" in text and all(_same_instant(line) for line in self.detail
-                                                                   if "differs from the stored row" in line):
+        if "-U image differs from the stored row" in text and all(
+            _same_instant(line) for line in self.detail if "differs from the stored row" in line
+        ):
             tags.add("06")
         return ", ".join(sorted(tags)) or None
 
@@ -84,11 +84,13 @@ class Check:
 def _same_instant(line: str) -> bool:
     """A materialize inconsistency whose stored and new values are one instant spelt twice."""
     import re
+
     m = re.search(r"stored '([^']+)', got '([^']+)'", line)
     if not m:
         return False
     try:
         import datetime as _dt
+
         return _dt.datetime.fromisoformat(m[1]) == _dt.datetime.fromisoformat(m[2])
     except ValueError:
         return False
@@ -132,8 +134,9 @@ def sh(parts: list[list[str]], out: Path, timeout: float = 600) -> list[str]:
     cmd = " | ".join(" ".join(shlex.quote(str(p)) for p in part) for part in parts)
     with open(out, "wb") as f:
         try:
-            proc = subprocess.run(["bash", "-o", "pipefail", "-c", cmd], stdout=f, stderr=subprocess.PIPE,
-                                  timeout=timeout)
+            proc = subprocess.run(
+                ["bash", "-o", "pipefail", "-c", cmd], stdout=f, stderr=subprocess.PIPE, timeout=timeout
+            )
         except subprocess.TimeoutExpired:
             return [f"timed out after {timeout:.0f}s: {cmd}"]
     if proc.returncode != 0:
@@ -186,26 +189,39 @@ def retractions_match(changelog: Path, key: str = "id", limit: int = 5) -> list[
             bad += 1
             if bad <= limit:
                 cols = sorted(c for c in set(row) | set(stored or {}) if (stored or {}).get(c) != row.get(c))
-                diffs.append(f"row {i}: {kind} of key {k} differs from the row last written for it in "
-                             f"{', '.join(cols[:6])}: " + ", ".join(f"{c}: wrote {compare._short(repr((stored or {}).get(c)))}, "
-                                                               f"retracts {compare._short(repr(row.get(c)))}" for c in cols[:2]))
+                diffs.append(
+                    f"row {i}: {kind} of key {k} differs from the row last written for it in "
+                    f"{', '.join(cols[:6])}: "
+                    + ", ".join(
+                        f"{c}: wrote {compare._short(repr((stored or {}).get(c)))}, "
+                        f"retracts {compare._short(repr(row.get(c)))}"
+                        for c in cols[:2]
+                    )
+                )
     if bad > limit:
         diffs.append(f"… {bad - limit} more")
     if zoned:
-        diffs.append(f"{zoned} retraction(s) differ from the written row only in how a zoned timestamp is spelt"
-                     + ("" if bad else "\nknown findings: 06"))
+        diffs.append(
+            f"{zoned} retraction(s) differ from the written row only in how a zoned timestamp is spelt"
+            + ("" if bad else "\nknown findings: 06")
+        )
     return diffs
 
 
 def _equal_but_zoned_text(a: dict[str, Any], b: dict[str, Any]) -> bool:
     import datetime as _dt
+
     if set(a) != set(b):
         return False
     for c in a:
         if a[c] != b[c]:
             try:
-                if not (isinstance(a[c], str) and isinstance(b[c], str) and a[c].endswith("Z")
-                        and _dt.datetime.fromisoformat(a[c]) == _dt.datetime.fromisoformat(b[c])):
+                if not (
+                    isinstance(a[c], str)
+                    and isinstance(b[c], str)
+                    and a[c].endswith("Z")
+                    and _dt.datetime.fromisoformat(a[c]) == _dt.datetime.fromisoformat(b[c])
+                ):
                     return False
             except ValueError:
                 return False
@@ -242,20 +258,25 @@ class Run:
 
     def targets(self) -> list[Target]:
         if self.db.name == "postgres":
-            return [Target("items_default", W.PG_TYPES, True, "postgres DEFAULT identity"),
-                    Target("items_full", W.PG_TYPES, False, "postgres FULL identity")]
+            return [
+                Target("items_default", W.PG_TYPES, True, "postgres DEFAULT identity"),
+                Target("items_full", W.PG_TYPES, False, "postgres FULL identity"),
+            ]
         types = dict(W.MARIA_TYPES, u="bigunsigned")
         return [Target("items", types, False, "mariadb")]
 
     def create_schema(self) -> list[W.Table]:
         if self.db.name == "postgres":
-            self.db.sql(f"CREATE TABLE items_default ({W.PG_COLUMNS});\n"
-                        f"CREATE TABLE items_full ({W.PG_COLUMNS});\n"
-                        "ALTER TABLE items_full REPLICA IDENTITY FULL;\n"
-                        "CREATE TABLE cdc_marker (id int PRIMARY KEY, n int NOT NULL);")
+            self.db.sql(
+                f"CREATE TABLE items_default ({W.PG_COLUMNS});\n"
+                f"CREATE TABLE items_full ({W.PG_COLUMNS});\n"
+                "ALTER TABLE items_full REPLICA IDENTITY FULL;\n"
+                "CREATE TABLE cdc_marker (id int PRIMARY KEY, n int NOT NULL);"
+            )
             return [W.Table("items_default", W.pg_row, W.PG), W.Table("items_full", W.pg_row, W.PG)]
-        self.db.sql(f"CREATE TABLE items ({W.MARIA_COLUMNS});\n"
-                    "CREATE TABLE cdc_marker (id int PRIMARY KEY, n int NOT NULL);")
+        self.db.sql(
+            f"CREATE TABLE items ({W.MARIA_COLUMNS});\nCREATE TABLE cdc_marker (id int PRIMARY KEY, n int NOT NULL);"
+        )
         return [W.Table("items", W.maria_row, W.MARIA)]
 
     def engine_properties(self) -> list[Path]:
@@ -273,36 +294,52 @@ class Run:
                 **self.db.debezium_properties(),
             }
             if self.db.name == "postgres":
-                p.update({
-                    "slot.name": f"e2e_{variant.replace('-', '_')}",
-                    "publication.name": f"e2e_{variant.replace('-', '_')}",
-                    "slot.drop.on.stop": "true",
-                    "table.include.list": "public.items_default,public.items_full,public.cdc_marker",
-                    "snapshot.include.collection.list": "public.items_default,public.items_full",
-                })
+                p.update(
+                    {
+                        "slot.name": f"e2e_{variant.replace('-', '_')}",
+                        "publication.name": f"e2e_{variant.replace('-', '_')}",
+                        "slot.drop.on.stop": "true",
+                        "table.include.list": "public.items_default,public.items_full,public.cdc_marker",
+                        "snapshot.include.collection.list": "public.items_default,public.items_full",
+                    }
+                )
             else:
-                p.update({
-                    "database.server.id": str(5400 + i),
-                    "table.include.list": "e2e.items,e2e.cdc_marker",
-                    "snapshot.include.collection.list": "e2e.items",
-                    "bigint.unsigned.handling.mode": "precise",
-                    "snapshot.fetch.size": "1000",
-                })
+                p.update(
+                    {
+                        "database.server.id": str(5400 + i),
+                        "table.include.list": "e2e.items,e2e.cdc_marker",
+                        "snapshot.include.collection.list": "e2e.items",
+                        "bigint.unsigned.handling.mode": "precise",
+                        "snapshot.fetch.size": "1000",
+                    }
+                )
             p.update(props)
-            p.update({"capture.out": str(out), "capture.converters": converters,
-                      "capture.marker.table": "cdc_marker"})
+            p.update({"capture.out": str(out), "capture.converters": converters, "capture.marker.table": "cdc_marker"})
             path = self.work / f"engine-{variant}.properties"
             path.write_text("".join(f"{k}={v}\n" for k, v in p.items()), encoding="utf-8")
             files.append(path)
         return files
 
     def start_engine(self, props: list[Path]) -> None:
-        classpath = os.environ.get("E2E_CLASSPATH") or (HERE / "engine" / "target" / "run-classpath.txt").read_text().strip()
-        log_file = open(self.work / "engine.log", "wb")
+        classpath = (
+            os.environ.get("E2E_CLASSPATH") or (HERE / "engine" / "target" / "run-classpath.txt").read_text().strip()
+        )
+        log_file = open(self.work / "engine.log", "wb")  # noqa: SIM115 - the engine writes it while it runs
         self.java = subprocess.Popen(
-            ["java", "-Xmx1g", "-XX:+UseSerialGC", f"-Dcapture.stop={self.stop_file}",
-             "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", classpath, "cdc.e2e.Capture",
-             *map(str, props)], stdout=log_file, stderr=subprocess.STDOUT)
+            [
+                "java",
+                "-Xmx1g",
+                "-XX:+UseSerialGC",
+                f"-Dcapture.stop={self.stop_file}",
+                "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+                "-cp",
+                classpath,
+                "cdc.e2e.Capture",
+                *map(str, props),
+            ],
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+        )
 
     def stop_engine(self) -> None:
         if self.java is None:
@@ -339,8 +376,9 @@ class Run:
             for variant in list(pending):
                 err = self.variant_dirs[variant] / "error.txt"
                 if err.exists():
-                    raise HarnessError(f"Debezium engine {variant} failed: {err.read_text()[:2000]}\n"
-                                       f"(log: {self.work / 'engine.log'})")
+                    raise HarnessError(
+                        f"Debezium engine {variant} failed: {err.read_text()[:2000]}\n(log: {self.work / 'engine.log'})"
+                    )
                 if self.checkpoint_lines(variant, n) is not None:
                     pending.remove(variant)
             if not pending:
@@ -352,8 +390,10 @@ class Run:
                 self.db.sql(f"INSERT INTO cdc_marker (id, n) VALUES ({1_000_000 + attempt}, {n});")
                 next_retry = time.monotonic() + (retry or 0)
             if time.monotonic() > deadline:
-                raise HarnessError(f"checkpoint {n}: engines {pending} did not emit the marker within {timeout:.0f}s; "
-                                   f"see {self.work / 'engine.log'}")
+                raise HarnessError(
+                    f"checkpoint {n}: engines {pending} did not emit the marker within {timeout:.0f}s; "
+                    f"see {self.work / 'engine.log'}"
+                )
             time.sleep(0.1)
 
     def checkpoint(self, n: int, tables: list[W.Table]) -> None:
@@ -382,7 +422,7 @@ class Run:
         for t in tables:  # the rows the initial snapshot reads
             stmts = [wl.insert(t, snapshot=True) for _ in range(initial)]
             for i in range(0, len(stmts), 200):
-                self.db.sql("BEGIN;\n" + "\n".join(stmts[i:i + 200]) + "\nCOMMIT;")
+                self.db.sql("BEGIN;\n" + "\n".join(stmts[i : i + 200]) + "\nCOMMIT;")
         snapshot_rows = {t.name: len(t.live) for t in tables}
         self.start_engine(self.engine_properties())
         self.checkpoint(0, tables)
@@ -414,18 +454,19 @@ class Run:
                     self.figures.setdefault("truncates", 0)
                     self.figures["truncates"] += len(tables)
                 self.checkpoint(ck, tables)
-                log(f"  checkpoint {ck}: changes {[t.changes for t in tables]} "
-                    f"({time.monotonic() - started:.1f}s)")
+                log(f"  checkpoint {ck}: changes {[t.changes for t in tables]} ({time.monotonic() - started:.1f}s)")
                 next_ck += every
         self.stop_engine()
         self.db.stop()
-        self.figures.update({
-            "snapshot_rows": snapshot_rows,
-            "changes": {t.name: t.changes for t in tables},
-            "transactions": transactions,
-            "checkpoints": ck + 1,
-            "capture_seconds": round(time.monotonic() - started, 1),
-        })
+        self.figures.update(
+            {
+                "snapshot_rows": snapshot_rows,
+                "changes": {t.name: t.changes for t in tables},
+                "transactions": transactions,
+                "checkpoints": ck + 1,
+                "capture_seconds": round(time.monotonic() - started, 1),
+            }
+        )
 
     # -- checks --
 
@@ -433,13 +474,27 @@ class Run:
         use_key = target.decode_key if key is None else key
         return ["--on-truncate", "delete", *(["--key", "id"] if use_key else [])]
 
-    def table_of(self, target: Target, events: Path, out: Path, extra: list[str] | None = None,
-                 key: bool | None = None) -> list[str]:
-        return sh([[*self.cdc, "debezium-decode", events, *self.decode_args(target, key), *(extra or [])],
-                   [*self.cdc, "materialize", "--key", "id"]], out)
+    def table_of(
+        self, target: Target, events: Path, out: Path, extra: list[str] | None = None, key: bool | None = None
+    ) -> list[str]:
+        return sh(
+            [
+                [*self.cdc, "debezium-decode", events, *self.decode_args(target, key), *(extra or [])],
+                [*self.cdc, "materialize", "--key", "id"],
+            ],
+            out,
+        )
 
-    def check_table(self, name: str, target: Target, events: Path, expected: Path, modes: dict[str, str],
-                    extra: list[str] | None = None, key: bool | None = None) -> None:
+    def check_table(
+        self,
+        name: str,
+        target: Target,
+        events: Path,
+        expected: Path,
+        modes: dict[str, str],
+        extra: list[str] | None = None,
+        key: bool | None = None,
+    ) -> None:
         out = events.with_suffix(".table.jsonl")
         err = self.table_of(target, events, out, extra, key)
         if err:
@@ -461,41 +516,70 @@ class Run:
             for n in sorted(self.expected):
                 lines = (self.checkpoint_lines("main", n) or {}).get(f"{target.table}.schema.jsonl", 0)
                 prefix = head(schema_file, lines, checks_dir / f"{target.table}-main-ck{n}.jsonl")
-                self.check_table(f"{label}: checkpoint {n} ({lines} events) equals the database",
-                                 target, prefix, self.expected[n][target.table], {})
-            total = sum(1 for _ in open(schema_file, "rb"))
+                self.check_table(
+                    f"{label}: checkpoint {n} ({lines} events) equals the database",
+                    target,
+                    prefix,
+                    self.expected[n][target.table],
+                    {},
+                )
+            with open(schema_file, "rb") as events:
+                total = sum(1 for _ in events)
             events_count[target.table] = total
             # 2. the JsonConverter settings at the end
             numeric = self.variant_dirs["main"] / f"{target.table}.numeric.jsonl"
-            self.check_table(f"{label}: decimal.format=NUMERIC, final table equals the database",
-                             target, numeric, self.expected[final][target.table], {})
+            self.check_table(
+                f"{label}: decimal.format=NUMERIC, final table equals the database",
+                target,
+                numeric,
+                self.expected[final][target.table],
+                {},
+            )
             self.check_noschema(label, target)
             # 3. connector settings at the end (and at a middle checkpoint)
             for variant, props, _ in VARIANTS[1:]:
-                modes = {"decimal": props.get("decimal.handling.mode", "precise"),
-                         "time": props.get("time.precision.mode", "adaptive")}
+                modes = {
+                    "decimal": props.get("decimal.handling.mode", "precise"),
+                    "time": props.get("time.precision.mode", "adaptive"),
+                }
                 vfile = self.variant_dirs[variant] / f"{target.table}.schema.jsonl"
                 mid = sorted(self.expected)[len(self.expected) // 2]
                 for n in sorted({mid, final}):
                     lines = (self.checkpoint_lines(variant, n) or {}).get(f"{target.table}.schema.jsonl", 0)
                     prefix = head(vfile, lines, checks_dir / f"{target.table}-{variant}-ck{n}.jsonl")
                     what = "final table" if n == final else f"checkpoint {n}"
-                    self.check_table(f"{label}: {', '.join(f'{k}={v}' for k, v in props.items())}, {what} "
-                                     "equals the database", target, prefix, self.expected[n][target.table], modes)
+                    self.check_table(
+                        f"{label}: {', '.join(f'{k}={v}' for k, v in props.items())}, {what} equals the database",
+                        target,
+                        prefix,
+                        self.expected[n][target.table],
+                        modes,
+                    )
             # 4. FULL images decode without a key as well as with one
             if not target.decode_key:
-                self.check_table(f"{label}: decoded with --key id too, final table equals the database",
-                                 target, schema_file, self.expected[final][target.table], {}, key=True)
+                self.check_table(
+                    f"{label}: decoded with --key id too, final table equals the database",
+                    target,
+                    schema_file,
+                    self.expected[final][target.table],
+                    {},
+                    key=True,
+                )
             # 5. the changelog is consistent (every -U/-D retracts exactly the stored row)
             changelog = checks_dir / f"{target.table}.changelog.jsonl"
             err = sh([[*self.cdc, "debezium-decode", schema_file, *self.decode_args(target)]], changelog)
             if not err:
-                err = sh([[*self.cdc, "materialize", changelog, "--key", "id", "--strict"]],
-                         checks_dir / f"{target.table}.strict.jsonl")
+                err = sh(
+                    [[*self.cdc, "materialize", changelog, "--key", "id", "--strict"]],
+                    checks_dir / f"{target.table}.strict.jsonl",
+                )
             if not err:
                 err = retractions_match(changelog)
-            self.results.add(f"{label}: the decoded changelog is consistent (materialize --strict; every -U/-D "
-                             "is the row last written for its key)", err)
+            self.results.add(
+                f"{label}: the decoded changelog is consistent (materialize --strict; every -U/-D "
+                "is the row last written for its key)",
+                err,
+            )
             # 6. debezium-encode → debezium-decode round trip on the real events
             self.check_round_trip(label, target, changelog)
         self.figures["events"] = events_count
@@ -511,8 +595,10 @@ class Run:
         if not err:
             ra, rb = read_rows(a), read_rows(b)
             if ra != rb:
-                err = [f"{len(ra)} rows vs {len(rb)} rows; first difference: "
-                       + next((f"{x} vs {y}" for x, y in zip(ra, rb, strict=False) if x != y), "row count")[:400]]
+                err = [
+                    f"{len(ra)} rows vs {len(rb)} rows; first difference: "
+                    + next((f"{x} vs {y}" for x, y in zip(ra, rb, strict=False) if x != y), "row count")[:400]
+                ]
         self.results.add(f"{label}: schemas.enable=false equals the schema'd events read --raw-values", err)
 
     def check_round_trip(self, label: str, target: Target, changelog: Path) -> None:
@@ -525,8 +611,11 @@ class Run:
                 first = next((i for i, (x, y) in enumerate(zip(ra, rb, strict=False)) if x != y), min(len(ra), len(rb)))
                 x = ra[first] if first < len(ra) else None
                 y = rb[first] if first < len(rb) else None
-                err = [f"{len(ra)} changelog rows, {len(rb)} after the round trip; first difference at row {first + 1}:",
-                       f"before: {str(x)[:300]}", f"after:  {str(y)[:300]}"]
+                err = [
+                    f"{len(ra)} changelog rows, {len(rb)} after the round trip; first difference at row {first + 1}:",
+                    f"before: {str(x)[:300]}",
+                    f"after:  {str(y)[:300]}",
+                ]
                 if len(ra) == len(rb) and all(_as_floats(x) == _as_floats(y) for x, y in zip(ra, rb, strict=True)):
                     err.append("known findings: 03")  # equal once every number is a double
         self.results.add(f"{label}: debezium-encode → debezium-decode gives the same changelog", err)
@@ -581,16 +670,29 @@ def main() -> int:
     total = len(results.checks)
     known = [c for c in results.checks if not c.ok and c.finding()]
     if args.report:
-        args.report.write_text(json.dumps({
-            "seed": args.seed, "changes": args.changes, "wall_seconds": round(time.monotonic() - t0, 1),
-            "figures": results.figures,
-            "checks": [{"name": c.name, "ok": c.ok, "detail": c.detail[:10], "finding": c.finding()}
-                       for c in results.checks],
-        }, indent=2, default=str) + "\n")
+        args.report.write_text(
+            json.dumps(
+                {
+                    "seed": args.seed,
+                    "changes": args.changes,
+                    "wall_seconds": round(time.monotonic() - t0, 1),
+                    "figures": results.figures,
+                    "checks": [
+                        {"name": c.name, "ok": c.ok, "detail": c.detail[:10], "finding": c.finding()}
+                        for c in results.checks
+                    ],
+                },
+                indent=2,
+                default=str,
+            )
+            + "\n"
+        )
     if known:
         found = sorted({t for c in known for t in (c.finding() or "").split(", ") if t})
-        log(f"e2e: {len(known)} of {total - passed} failing checks are explained by known cdc findings "
-            f"(e2e/findings/{{{','.join(found)}}}-*); the exit code still counts them")
+        log(
+            f"e2e: {len(known)} of {total - passed} failing checks are explained by known cdc findings "
+            f"(e2e/findings/{{{','.join(found)}}}-*); the exit code still counts them"
+        )
     if args.keep:
         log(f"e2e: work directory kept: {base}")
     log(f"e2e: total wall time {time.monotonic() - t0:.0f}s")

@@ -45,10 +45,27 @@ PG_COLUMNS = """
 
 # Column → type class used by compare.py to decide how a value is compared.
 PG_TYPES = {
-    "id": "int", "name": "text", "qty": "int", "amount": "decimal", "price": "decimal", "bignum": "decimal",
-    "f8": "float64", "f4": "float32", "flag": "bool", "d": "date", "t": "time", "t3": "time", "ts": "timestamp",
-    "ts3": "timestamp", "tstz": "timestamptz", "j": "json", "jb": "json", "tags": "array", "nums": "array",
-    "doc": "text", "bin": "bytes",
+    "id": "int",
+    "name": "text",
+    "qty": "int",
+    "amount": "decimal",
+    "price": "decimal",
+    "bignum": "decimal",
+    "f8": "float64",
+    "f4": "float32",
+    "flag": "bool",
+    "d": "date",
+    "t": "time",
+    "t3": "time",
+    "ts": "timestamp",
+    "ts3": "timestamp",
+    "tstz": "timestamptz",
+    "j": "json",
+    "jb": "json",
+    "tags": "array",
+    "nums": "array",
+    "doc": "text",
+    "bin": "bytes",
 }
 
 MARIA_COLUMNS = """
@@ -76,16 +93,39 @@ MARIA_COLUMNS = """
 """
 
 MARIA_TYPES = {
-    "id": "int", "name": "text", "qty": "int", "amount": "decimal", "price": "decimal", "big": "decimal",
-    "f8": "float64", "f4": "float32", "flag": "int", "d": "date", "t": "time", "t0": "time", "dt": "timestamp",
-    "dt3": "timestamp", "ts": "timestamptz", "j": "json", "doc": "text", "bin": "bytes", "e": "text", "y": "int",
+    "id": "int",
+    "name": "text",
+    "qty": "int",
+    "amount": "decimal",
+    "price": "decimal",
+    "big": "decimal",
+    "f8": "float64",
+    "f4": "float32",
+    "flag": "int",
+    "d": "date",
+    "t": "time",
+    "t0": "time",
+    "dt": "timestamp",
+    "dt3": "timestamp",
+    "ts": "timestamptz",
+    "j": "json",
+    "doc": "text",
+    "bin": "bytes",
+    "e": "text",
+    "y": "int",
     "u": "decimal",
 }
 
 # What the MariaDB dump selects for each column so that one JSON object per row comes back exactly.
 MARIA_DUMP = {
-    "f8": "CAST(f8 AS CHAR)", "f4": "CAST(f4 AS CHAR)", "bin": "HEX(bin)", "amount": "CAST(amount AS CHAR)",
-    "price": "CAST(price AS CHAR)", "big": "CAST(big AS CHAR)", "u": "CAST(u AS CHAR)", "j": "j",
+    "f8": "CAST(f8 AS CHAR)",
+    "f4": "CAST(f4 AS CHAR)",
+    "bin": "HEX(bin)",
+    "amount": "CAST(amount AS CHAR)",
+    "price": "CAST(price AS CHAR)",
+    "big": "CAST(big AS CHAR)",
+    "u": "CAST(u AS CHAR)",
+    "j": "j",
 }
 
 
@@ -97,8 +137,26 @@ def maria_select() -> str:
 # ---- values -------------------------------------------------------------------------------------
 
 UNICODE_BITS = [
-    "Zoë", "naïve café", "東京", "😀🎉", "שלום", "Ωmega", "e\u0301", "tab\there", "line\nbreak", "quote'\"",
-    "back\\slash", "\u2028sep", "ümlaut", "ß", "Ελληνικά", "русский", "한국어", "🏳️‍🌈", "\u00a0nbsp", "x" * 40,
+    "Zoë",
+    "naïve café",
+    "東京",
+    "😀🎉",
+    "שלום",
+    "Ωmega",
+    "e\u0301",
+    "tab\there",
+    "line\nbreak",
+    "quote'\"",
+    "back\\slash",
+    "\u2028sep",
+    "ümlaut",
+    "ß",
+    "Ελληνικά",
+    "русский",
+    "한국어",
+    "🏳️‍🌈",
+    "\u00a0nbsp",
+    "x" * 40,
 ]
 
 
@@ -108,8 +166,12 @@ def text_value(rng: random.Random, nullable: bool = True) -> str | None:
         return None
     if r < 0.17:
         return ""
-    parts = [rng.choice(UNICODE_BITS) if rng.random() < 0.4 else "".join(rng.choices(string.ascii_letters, k=rng.randint(1, 8)))
-             for _ in range(rng.randint(1, 4))]
+    parts = [
+        rng.choice(UNICODE_BITS)
+        if rng.random() < 0.4
+        else "".join(rng.choices(string.ascii_letters, k=rng.randint(1, 8)))
+        for _ in range(rng.randint(1, 4))
+    ]
     return " ".join(parts)[:150]
 
 
@@ -169,11 +231,22 @@ def timestamp_value(rng: random.Random, digits: int, lo_year: int = 1900, hi_yea
 def json_value(rng: random.Random, depth: int = 0) -> Any:
     r = rng.random()
     if depth > 2 or r < 0.3:
-        return rng.choice([None, True, False, rng.randint(-10**12, 10**12), round(rng.uniform(-1000, 1000), 3),
-                           text_value(rng, nullable=False), "ü€😀"])
+        return rng.choice(
+            [
+                None,
+                True,
+                False,
+                rng.randint(-(10**12), 10**12),
+                round(rng.uniform(-1000, 1000), 3),
+                text_value(rng, nullable=False),
+                "ü€😀",
+            ]
+        )
     if r < 0.65:
-        return {rng.choice(["a", "b", "ключ", "k😀", "n", "nested"]) + str(i): json_value(rng, depth + 1)
-                for i in range(rng.randint(0, 4))}
+        return {
+            rng.choice(["a", "b", "ключ", "k😀", "n", "nested"]) + str(i): json_value(rng, depth + 1)
+            for i in range(rng.randint(0, 4))
+        }
     return [json_value(rng, depth + 1) for _ in range(rng.randint(0, 4))]
 
 
@@ -225,7 +298,9 @@ class Dialect:
         if kind == "timestamptz":
             return f"'{value.isoformat(sep=' ')}'"
         if kind == "textarray":
-            items = ",".join("NULL" if v is None else '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"' for v in value)
+            items = ",".join(
+                "NULL" if v is None else '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"' for v in value
+            )
             return sql_text("{" + items + "}", self.backslash) + "::text[]"
         if kind == "intarray":
             return "'{" + ",".join("NULL" if v is None else str(v) for v in value) + "}'::integer[]"
@@ -242,7 +317,7 @@ def pg_row(rng: random.Random, key: int) -> dict[str, tuple[Any, str]]:
     return {
         "id": (key, "int"),
         "name": (text_value(rng), "text"),
-        "qty": (rng.choice([0, 1, -1, 2**31 - 1, -(2**31)]) if n() < 0.1 else rng.randint(-10**6, 10**6), "int"),
+        "qty": (rng.choice([0, 1, -1, 2**31 - 1, -(2**31)]) if n() < 0.1 else rng.randint(-(10**6), 10**6), "int"),
         "amount": (None if n() < 0.1 else decimal_value(rng, 28, 10), "decimal"),
         "price": (decimal_value(rng, 10, 2), "decimal"),
         "bignum": (None if n() < 0.1 else variable_decimal(rng), "decimal"),
@@ -257,8 +332,13 @@ def pg_row(rng: random.Random, key: int) -> dict[str, tuple[Any, str]]:
         "tstz": (None if n() < 0.1 else timestamp_value(rng, 6).replace(tzinfo=tz), "timestamptz"),
         "j": (None if n() < 0.1 else json_value(rng), "json"),
         "jb": (None if n() < 0.1 else json_value(rng), "json"),
-        "tags": (None if n() < 0.15 else [None if n() < 0.1 else text_value(rng, nullable=False) for _ in range(rng.randint(0, 4))], "textarray"),
-        "nums": (None if n() < 0.15 else [rng.randint(-10**9, 10**9) for _ in range(rng.randint(0, 5))], "intarray"),
+        "tags": (
+            None
+            if n() < 0.15
+            else [None if n() < 0.1 else text_value(rng, nullable=False) for _ in range(rng.randint(0, 4))],
+            "textarray",
+        ),
+        "nums": (None if n() < 0.15 else [rng.randint(-(10**9), 10**9) for _ in range(rng.randint(0, 5))], "intarray"),
         "doc": (big_text(rng), "text"),
         "bin": (None if n() < 0.2 else rng.randbytes(rng.randint(0, 32)), "bytes"),
     }
@@ -269,7 +349,7 @@ def maria_row(rng: random.Random, key: int) -> dict[str, tuple[Any, str]]:
     return {
         "id": (key, "int"),
         "name": (text_value(rng), "text"),
-        "qty": (rng.choice([0, 1, -1, 2**31 - 1, -(2**31)]) if n() < 0.1 else rng.randint(-10**6, 10**6), "int"),
+        "qty": (rng.choice([0, 1, -1, 2**31 - 1, -(2**31)]) if n() < 0.1 else rng.randint(-(10**6), 10**6), "int"),
         "amount": (None if n() < 0.1 else decimal_value(rng, 28, 10), "decimal"),
         "price": (decimal_value(rng, 10, 2), "decimal"),
         "big": (None if n() < 0.1 else decimal_value(rng, 35, 30), "decimal"),
@@ -380,7 +460,7 @@ class Workload:
         lo = self.rng.randint(1, max(1, t.next_key - 1))
         hi = lo + self.rng.randint(1, 8)
         n = sum(1 for k in t.live if lo <= k <= hi)
-        return f"UPDATE {t.name} SET qty = {self.rng.randint(-10**6, 10**6)} WHERE id BETWEEN {lo} AND {hi};", n
+        return f"UPDATE {t.name} SET qty = {self.rng.randint(-(10**6), 10**6)} WHERE id BETWEEN {lo} AND {hi};", n
 
     def multi_delete(self, t: Table) -> tuple[str, int]:
         lo = self.rng.randint(1, max(1, t.next_key - 1))

@@ -8,7 +8,6 @@ decoded from the schema block, and with a key the before image is rebuilt from t
 from __future__ import annotations
 
 import datetime as dt
-import json
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from decimal import Decimal
@@ -23,7 +22,7 @@ from cdc.core.specs import DecodeSpec, EncodeSpec
 from cdc.core.stats import Counts
 from cdc.formats.base import RowReader
 from cdc.formats.jsonl import JsonlReader
-from cdc.formats.logical_types import BadValue, Converter, converter_for, decimal_types, has_exact_decimals
+from cdc.formats.logical_types import BadValue, Converter, converter_for, decimal_types
 
 UNAVAILABLE = "__debezium_unavailable_value"
 REPLICA_CAUSE = "from PostgreSQL this means the table is not set to REPLICA IDENTITY FULL"
@@ -126,14 +125,14 @@ class DebeziumDecoder:
     def __init__(self, options: DecodeSpec | None = None, counts: Counts | None = None):
         self.options = opts = options or DecodeSpec()
         self.counts = counts if counts is not None else Counts()
-        self._converters: dict[bytes, tuple[dict[str, Converter], bool]] = {}
+        self._converters: dict[bytes, dict[str, Converter]] = {}
         self.keyed = KeyedRows(opts.key) if opts.key else None
         self.multiset = MultisetRows() if opts.on_truncate == "delete" and not opts.key else None
-        self._raw = b""  # the line being decoded, re-read for exact decimals
         self.saw_envelope = False  # a {"schema", "payload"} line was seen (for --print-sql)
         self._decimals: dict[str, tuple[int, int]] = {}  # column → (precision, scale) from the schema
+        self._deleted: tuple[Any, Row] | None = None  # (transaction, row) of the last event, a d
         self._last_schema: Any = None  # kept alive here, so its identity stands for its value
-        self._last_converters: tuple[dict[str, Converter], bool] = ({}, False)
+        self._last_converters: dict[str, Converter] = {}
 
     def arrow_fields(self) -> Any:
         if not self._decimals:
@@ -154,7 +153,6 @@ class DebeziumDecoder:
         return self.keyed is None and self.multiset is None
 
     def decode(self, event: Row | None, raw: bytes = b"") -> list[Row]:
-        self._raw = raw
         return self._decode(event)
 
     def fast_decode(self) -> Callable[[Row | None, bytes], tuple[Row, ...] | list[Row]]:
@@ -265,9 +263,10 @@ class DebeziumDecoder:
         keyed = self.keyed
         if not partial:
             if keyed is not None and after is None:
-                # A DEFAULT-identity delete sends the key and nulls: the stored row is the real image.
+                # A DEFAULT-identity delete sends the key, and nulls or a type's zero (0, "", AA==)
+                # for the other columns: the row deleted is the one stored for the key.
                 stored = keyed.get(keyed.key_of(before))
-                if stored is not None and all(v is None or stored.get(c) == v for c, v in before.items()):
+                if stored is not None:
                     return stored
             return before  # type: ignore[no-any-return]
         if keyed is None:
@@ -322,7 +321,7 @@ class DebeziumDecoder:
         rows = []
         for kind, image in images:
             if (kind == "+I" or kind == "+U") and UNAVAILABLE in image.values():
-                image = self._fill_unavailable(image)
+                image = self._fill_unavailable(image, payload)
             if kc in image:
                 raise InputError(
                     f"column {kc!r} collides with the kind column",
@@ -335,19 +334,31 @@ class DebeziumDecoder:
             by_kind[kind] += 1
             if stateful:
                 self._track(kind, image)
+        if self.keyed is not None:  # a d just before a c of its transaction may be a key change
+            self._deleted = (_transaction_of(payload), images[0][1]) if images[0][0] == "-D" else None
         return rows
 
-    def _fill_unavailable(self, image: Row) -> Row:
-        """TOAST: an unchanged value Debezium could not read is taken from state, never written."""
+    def _fill_unavailable(self, image: Row, payload: Row) -> Row:
+        """TOAST: an unchanged value Debezium could not read is taken from state, never written.
+
+        A primary-key change arrives as a ``d`` of the old key and a ``c`` of the new one in the
+        same transaction; the ``c``'s placeholders come from the row that ``d`` removed.
+        """
         if UNAVAILABLE not in image.values():
             return image
         gaps = [c for c, v in image.items() if v == UNAVAILABLE]
         keyed = self.keyed
         stored = keyed.get(keyed.key_of(image)) if keyed is not None else None
+        if stored is None and self._deleted is not None and self._deleted[0] == _transaction_of(payload):
+            stored = self._deleted[1]
         if stored is None:
+            if keyed is None:
+                hint = "give --key COLS to fill them from the last row seen, or set REPLICA IDENTITY FULL"
+            else:
+                hint = "this key was never seen, and no row of the same transaction was deleted before it"
             raise InputError(
                 f"column(s) {', '.join(gaps)} hold Debezium's placeholder {UNAVAILABLE!r} (an unchanged TOAST value)",
-                hint="give --key COLS to fill them from the last row seen, or set REPLICA IDENTITY FULL",
+                hint=hint,
             )
         return {c: (stored.get(c) if v == UNAVAILABLE else v) for c, v in image.items()}
 
@@ -388,19 +399,19 @@ class DebeziumDecoder:
     # -- schema-driven values ----------------------------------------------------------------
 
     def _convert(self, schema: Any, before: Any, after: Any) -> tuple[Any, Any]:
-        converters, exact_needed = self._converters_for(schema)
+        # decimal.format=NUMERIC decimals need no second look: a JSON number keeps its literal
+        # (core.values), which the Decimal converter reads exactly.
+        converters = self._converters_for(schema)
         if not converters:
             return before, after
-        if exact_needed and _has_float(converters, before, after):
-            before, after = self._exact_images(before, after)
         return _apply(converters, before), _apply(converters, after)
 
     def plain_schema(self, schema: Any) -> bool:
         """No value under this envelope schema needs converting: the images can be copied as
         they are (the C kernel asks once per schema)."""
-        return self.options.raw_values or not self._converters_for(schema)[0]
+        return self.options.raw_values or not self._converters_for(schema)
 
-    def _converters_for(self, schema: Any) -> tuple[dict[str, Converter], bool]:
+    def _converters_for(self, schema: Any) -> dict[str, Converter]:
         if schema is self._last_schema:  # a run of events sharing one parsed schema (formats.kernel)
             return self._last_converters
         cache_key = orjson.dumps(schema, option=orjson.OPT_SORT_KEYS)
@@ -408,18 +419,12 @@ class DebeziumDecoder:
         if cached is None:
             fields = _row_fields(schema)
             converters = {name: conv for name, f in fields.items() if (conv := converter_for(f)) is not None}
-            cached = (converters, has_exact_decimals(fields))
+            cached = converters
             self._converters[cache_key] = cached
             if not self.options.raw_values:
                 self._decimals.update(decimal_types(fields))
         self._last_schema, self._last_converters = schema, cached
         return cached
-
-    def _exact_images(self, before: Any, after: Any) -> tuple[Any, Any]:
-        """decimal.format=NUMERIC: re-read the line so that decimals never pass through a float."""
-        exact = json.loads(self._raw, parse_float=Decimal)
-        payload = exact.get("payload", exact) if isinstance(exact, dict) else {}
-        return _merge_exact(before, payload.get("before")), _merge_exact(after, payload.get("after"))
 
     def _metadata(self, payload: Row, schema: Any) -> Row:
         found = payload.get("source")
@@ -435,6 +440,19 @@ class DebeziumDecoder:
             "source.properties": {k: _stringify(v) for k, v in source.items()} if source else None,
         }
         return {column: values[key] for key, column in self.options.metadata}
+
+
+def _transaction_of(payload: Row) -> Any:
+    """What ties the events of one transaction together: PostgreSQL's txId, a MySQL binlog
+    position, or the transaction block's id."""
+    source = payload.get("source")
+    if isinstance(source, dict):
+        if source.get("txId") is not None:
+            return ("txId", source["txId"])
+        if source.get("file") is not None:
+            return ("binlog", source.get("file"), source.get("pos"))
+    transaction = payload.get("transaction")
+    return ("id", transaction.get("id")) if isinstance(transaction, dict) else None
 
 
 def _has_key(image: Any, columns: Sequence[str]) -> bool:
@@ -454,16 +472,6 @@ def _row_fields(schema: Any) -> dict[str, dict[str, Any]]:
             if isinstance(f, dict) and f.get("field") == part and isinstance(f.get("fields"), list):
                 return {c["field"]: c for c in f["fields"] if isinstance(c, dict) and "field" in c}
     return {}
-
-
-def _has_float(converters: dict[str, Converter], *images: Any) -> bool:
-    return any(isinstance(img, dict) and any(type(img.get(c)) is float for c in converters) for img in images)
-
-
-def _merge_exact(image: Any, exact: Any) -> Any:
-    if not isinstance(image, dict) or not isinstance(exact, dict):
-        return image
-    return {c: (exact.get(c) if isinstance(exact.get(c), Decimal) else v) for c, v in image.items()}
 
 
 def _apply(converters: dict[str, Converter], image: Any) -> Any:

@@ -20,7 +20,7 @@ import orjson
 from cdc.core.errors import InputError, Location
 from cdc.core.model import Reject, Row, fail_on_bad
 from cdc.formats.base import RowReader
-from cdc.formats.jsonl import number_text
+from cdc.formats.jsonl import encode_default, number_text
 from cdc.formats.schema import ColumnSet
 
 BATCH_BYTES = 1 << 20
@@ -286,7 +286,7 @@ def format_value(value: Any) -> str | None:
         return value.isoformat()
     if isinstance(value, bytes):
         return value.decode("utf-8", "backslashreplace")
-    return orjson.dumps(value, default=str).decode()
+    return orjson.dumps(value, default=encode_default, option=orjson.OPT_PASSTHROUGH_DATETIME).decode()
 
 
 class DelimitedWriter:

@@ -142,11 +142,18 @@ def _has_unpaired_surrogate(text: str) -> bool:
     return awaiting_low_at >= 0
 
 
+# Dates and times are written by ``encode_default`` (ISO 8601, as Python spells them): orjson
+# 3.13 drops the leading zero of a time's fraction (04:43:20.054 → "04:43:20.54000").
+WRITE = orjson.OPT_APPEND_NEWLINE | orjson.OPT_PASSTHROUGH_DATETIME
+
+
 def encode_default(value: Any) -> Any:
-    """Values orjson does not know: numbers keep their literal, decimals stay exact JSON
-    numbers, bytes become text."""
+    """Values orjson does not write itself: numbers keep their literal, decimals stay exact
+    JSON numbers, dates and times are ISO text, bytes become text."""
     if type(value) is JsonFloat:
         return orjson.Fragment(value.literal)
+    if isinstance(value, dt.date | dt.time):  # datetime is a date
+        return value.isoformat()
     if isinstance(value, Decimal):
         return orjson.Fragment(str(value)) if value.is_finite() else str(value)
     if isinstance(value, bytes | bytearray | memoryview):
@@ -179,11 +186,11 @@ def _big_ints_as_text(value: Any) -> Any:
 def dumps(row: Any) -> bytes:
     """One JSON line; the slow path (a walk over the row) runs only for integers past 64 bits."""
     try:
-        return orjson.dumps(row, default=encode_default, option=orjson.OPT_APPEND_NEWLINE)
+        return orjson.dumps(row, default=encode_default, option=WRITE)
     except TypeError:
         pass
     try:
-        return orjson.dumps(_big_ints_as_text(row), default=encode_default, option=orjson.OPT_APPEND_NEWLINE)
+        return orjson.dumps(_big_ints_as_text(row), default=encode_default, option=WRITE)
     except TypeError as exc:
         raise InputError(f"cannot write this row as JSON: {exc}") from exc
 
@@ -291,7 +298,7 @@ class JsonlWriter:
 
     def write_rows(self, rows: Iterable[Row]) -> None:
         write = self._stream.write
-        opts = orjson.OPT_APPEND_NEWLINE
+        opts = WRITE
         fast = orjson.dumps
         for row in rows:
             try:

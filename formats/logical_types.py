@@ -5,12 +5,14 @@ from __future__ import annotations
 import base64
 import binascii
 import datetime as dt
+import re
 import struct
 from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from cdc.core.errors import InputError
+from cdc.core.values import exact_number
 
 Converter = Callable[[Any], Any]
 EPOCH = dt.datetime(1970, 1, 1)
@@ -21,6 +23,13 @@ VARIABLE_SCALE_DECIMAL = "io.debezium.data.VariableScaleDecimal"
 
 class BadValue(InputError):
     """A value that does not fit its declared logical type (bad input, like any other)."""
+
+
+def scaled(unscaled: int, scale: int) -> Decimal:
+    """``unscaled × 10^-scale`` exactly (``Decimal.scaleb`` would round to the context's 28
+    digits), spelled without an exponent as the database shows it (``0.0000000000``, not ``0E-10``)."""
+    sign, digits, _ = Decimal(unscaled).as_tuple()
+    return exact_number(format(Decimal((sign, digits, -scale)), "f"))
 
 
 def _unscaled(text: str) -> int:
@@ -35,7 +44,7 @@ def decimal_converter(scale: int) -> Converter:
     def convert(value: Any) -> Any:
         if isinstance(value, str):
             try:
-                return Decimal(_unscaled(value)).scaleb(-scale)
+                return scaled(_unscaled(value), scale)
             except BadValue:
                 try:  # decimal.format=string-ish producers
                     return Decimal(value)
@@ -56,7 +65,7 @@ def decimal_converter(scale: int) -> Converter:
 
 def variable_scale_decimal(value: Any) -> Any:
     if isinstance(value, dict) and "scale" in value and "value" in value:
-        return Decimal(_unscaled(value["value"])).scaleb(-int(value["scale"]))
+        return scaled(_unscaled(value["value"]), int(value["scale"]))
     raise BadValue(f"{value!r} is not a VariableScaleDecimal {{scale, value}}")
 
 
@@ -129,7 +138,20 @@ def float32(value: Any) -> Any:
     return single
 
 
+_TRAILING_ZEROS = re.compile(r"(\.\d*?)0+(?=Z|[+-]\d\d:?\d\d$|$)")
+
+
+def zoned_text(value: Any) -> Any:
+    """``ZonedTimestamp``/``ZonedTime`` stay ISO text, with the fraction's trailing zeros trimmed:
+    Debezium spells one instant ``…01.13518Z`` in a snapshot and ``…01.135180Z`` when streaming."""
+    if not isinstance(value, str):
+        return value
+    return _TRAILING_ZEROS.sub(lambda m: m[1] if len(m[1]) > 1 else "", value)
+
+
 NAMED: dict[str, Converter] = {
+    "io.debezium.time.ZonedTimestamp": zoned_text,
+    "io.debezium.time.ZonedTime": zoned_text,
     VARIABLE_SCALE_DECIMAL: variable_scale_decimal,
     "io.debezium.time.Date": date_from_days,
     "org.apache.kafka.connect.data.Date": date_from_days,
@@ -158,10 +180,6 @@ def converter_for(field: dict[str, Any]) -> Converter | None:
     if field.get("type") == "float":
         return float32
     return None
-
-
-def has_exact_decimals(field_schemas: dict[str, dict[str, Any]]) -> bool:
-    return any(f.get("name") == DECIMAL for f in field_schemas.values())
 
 
 def decimal_types(field_schemas: dict[str, dict[str, Any]]) -> dict[str, tuple[int, int]]:

@@ -3,9 +3,8 @@ recorded by e2e/run.sh: ``cdc debezium-decode … | cdc materialize --key id`` m
 database itself returned at that point (tests/conformance/debezium-real/PROVENANCE.md).
 
 Values are compared the way the e2e harness compares them (e2e/compare.py: decimals by value,
-timestamps as instants, JSON documents parsed, bytes as bytes). Cases that fail today because of a
-cdc bug found by the harness are strict xfails naming the finding (e2e/findings/NN-*): when the bug
-is fixed the case passes and the marker has to go.
+timestamps as instants, JSON documents parsed, bytes as bytes). The bugs the harness found on the
+way are in e2e/findings/ (each now fixed, with a test of its own in tests/test_debezium_cli.py).
 """
 
 from __future__ import annotations
@@ -29,18 +28,16 @@ def _rows(data: str) -> list[dict]:
 
 
 @pytest.mark.parametrize("case", CASES, ids=[p.name for p in CASES])
-def test_real_debezium_events_materialize_to_the_database_table(case: Path, request: pytest.FixtureRequest) -> None:
+def test_real_debezium_events_materialize_to_the_database_table(case: Path) -> None:
     spec = json.loads((case / "case.json").read_text())
-    if spec["known_findings"]:
-        folders = ", ".join(f"e2e/findings/{n}-*" for n in spec["known_findings"])
-        request.applymarker(pytest.mark.xfail(strict=True, reason=f"cdc bug: {folders}"))
     decoded = run_cdc(["debezium-decode", case / "events.jsonl.gz", *spec["decode_args"]])
     assert decoded.returncode == 0, decoded.stderr.decode()
     table = run_cdc(["materialize", *spec["materialize_args"]], stdin=decoded.stdout)
     assert table.returncode == 0, table.stderr.decode()
     expected = _rows((case / "expected.jsonl").read_text(encoding="utf-8"))
-    diffs = compare.compare_tables(expected, _rows(table.stdout.decode()), spec["types"], spec["modes"],
-                                   spec["database"])
+    diffs = compare.compare_tables(
+        expected, _rows(table.stdout.decode()), spec["types"], spec["modes"], spec["database"]
+    )
     assert not diffs, "\n".join(diffs)
 
 

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from helpers import SAMPLES, invoke, parse_jsonl, read_jsonl, run_cdc
+from helpers import REPO, SAMPLES, invoke, parse_jsonl, read_jsonl, run_cdc
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -253,3 +253,51 @@ def test_encode_refuses_a_non_json_output_name(tmp_path: Path) -> None:
     result = run_cdc(["debezium-encode", "-o", tmp_path / "events.parquet"], stdin=b'{"op": "+I", "id": 1}\n')
     assert result.returncode == 2 and b"writes Debezium JSON lines" in result.stderr
     assert not (tmp_path / "events.parquet").exists()
+
+
+# -- bugs the e2e harness found on real PostgreSQL/MariaDB events (e2e/findings/NN-*) -----------
+
+FINDINGS = REPO / "e2e" / "findings"
+
+
+def _finding(number: str) -> Path:
+    return next(FINDINGS.glob(f"{number}-*")) / "events.jsonl"
+
+
+def test_a_time_keeps_the_leading_zero_of_its_fraction() -> None:  # finding 01
+    out = parse_jsonl(run_cdc(["debezium-decode", _finding("01")]).stdout)
+    assert out[0]["t3"] == "04:43:20.054000"
+
+
+def test_decimals_keep_every_digit_past_28() -> None:  # finding 02
+    result = run_cdc(["debezium-decode", _finding("02")])
+    assert b'"bignum":303746846377041790347540.392726032984372169786080621113' in result.stdout
+    assert b'"amount":0.0000000000' in result.stdout  # numeric(38,10) zero, as the database shows it
+
+
+def test_a_default_identity_delete_retracts_the_stored_row() -> None:  # finding 04
+    rows = parse_jsonl(run_cdc(["debezium-decode", _finding("04"), "--key", "id"]).stdout)
+    inserted, deleted = rows
+    assert deleted == {**inserted, "op": "-D"}  # not Debezium's stand-ins (qty 0, price AA==)
+
+
+def test_a_key_change_fills_toast_placeholders_from_the_deleted_row() -> None:  # finding 05
+    result = run_cdc(["debezium-decode", _finding("05"), "--key", "id"])
+    assert result.returncode == 0, result.stderr
+    rows = parse_jsonl(result.stdout)
+    assert rows[-1]["op"] == "+I" and rows[-1]["id"] == 30
+    assert rows[-1]["doc"] == rows[-2]["doc"] != "__debezium_unavailable_value"
+
+
+def test_one_instant_is_one_spelling_of_a_zoned_timestamp() -> None:  # finding 06
+    decoded = run_cdc(["debezium-decode", _finding("06")])
+    assert {r["ts"] for r in parse_jsonl(decoded.stdout)} == {"1988-07-29T14:03:01.13518Z"}
+    assert run_cdc(["materialize", "--key", "id", "--strict"], stdin=decoded.stdout).returncode == 0
+
+
+def test_a_truncate_deletes_only_rows_still_live() -> None:  # finding 07
+    rows = parse_jsonl(run_cdc(["debezium-decode", _finding("07"), "--on-truncate", "delete"]).stdout)
+    assert [r["op"] for r in rows][-2:] == ["+U", "-D"]  # the row was deleted before the truncate
+    assert run_cdc(["debezium-decode", _finding("07"), "--on-truncate", "delete", "--key", "id"]).stdout == (
+        run_cdc(["debezium-decode", _finding("07"), "--on-truncate", "delete"]).stdout
+    )

@@ -29,6 +29,7 @@ from cdc.formats.engine.session import Session, result_skips
 from cdc.formats.jsonl import (
     BOM,
     CHUNK_BYTES,
+    WRITE,
     bad_line_message,
     count_lines,
     dumps,
@@ -222,7 +223,7 @@ def _convert_lines(
         loads = parser(loads)
     convert = converter.convert
     tombstones = converter.tombstones
-    opts = orjson.OPT_APPEND_NEWLINE
+    opts = WRITE
     fast = orjson.dumps
     parts: list[bytes] = []
     append = parts.append
