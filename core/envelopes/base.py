@@ -184,7 +184,7 @@ class EnvelopeDecoder:
         mode = self.options.on_truncate
         if mode == "fail":
             raise InputError(
-                f"a {self.label} truncate: the table was emptied, which no row-level change can say",
+                f"a truncate ({self.label}): the table was emptied, which no row-level change can say",
                 hint="--on-truncate skip ignores it; --on-truncate delete emits -D for every live row",
             )
         self.notes["truncates"] += 1
@@ -218,9 +218,22 @@ def rows_of(value: Any, field_name: str, what: str, decoder: EnvelopeDecoder, ev
     )
 
 
+JSON_NAMES = {
+    dict: "an object",
+    list: "an array",
+    str: "a string",
+    int: "a number",
+    float: "a number",
+    bool: "a boolean",
+}
+
+
+def json_name(value: Any) -> str:
+    """A JSON value's kind, as a user of the input would say it."""
+    return "null" if value is None else JSON_NAMES.get(type(value), type(value).__name__)
+
+
 def _shape(value: Any) -> str:
-    if value is None:
-        return "null"
     if isinstance(value, list):
-        return "an array holding " + ", ".join(sorted({type(v).__name__ for v in value}) or {"nothing"})
-    return type(value).__name__
+        return "an array of " + ", ".join(sorted({json_name(v) for v in value}) or {"nothing"})
+    return json_name(value)

@@ -212,7 +212,7 @@ class CanalDecoder(EnvelopeDecoder):
                     row[column] = to_value(value)
                 except (ValueError, InvalidOperation):
                     raise InputError(
-                        f"column {column!r}: {value!r} is not a {SQL_TYPES[code][0]} value (its sqlType is {code})",
+                        f"column {column!r}: {value!r} is not a valid {SQL_TYPES[code][0]} (its sqlType is {code})",
                         hint="--raw-values keeps Canal's values as the text it sent",
                     ) from None
 

@@ -30,7 +30,9 @@ class ImageTexts:
 
 
 def what_is(value: Any) -> str:
-    return "null" if value is None else type(value).__name__
+    if value is None:
+        return "null"
+    return "an object" if isinstance(value, dict) else "an array" if isinstance(value, list) else "a scalar value"
 
 
 class LiveRows:
@@ -96,7 +98,12 @@ class LiveRows:
         if not isinstance(before, dict) or not before:
             return ["all columns"]
         placeholder = self.placeholder
-        stored = self.stored(before) if self.keyed is not None else None
+        keyed = self.keyed
+        stored = None
+        if keyed is not None:
+            stored = self.stored(before)
+            if stored is None and after is None and not all(before.get(c) is not None for c in keyed.columns):
+                return [c for c in keyed.columns if before.get(c) is None]  # a delete must name its key
         if (
             (after is None or before.keys() >= after.keys())
             and (stored is None or before.keys() >= stored.keys())

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from cdc.core.envelopes.base import Change, EnvelopeDecoder, Getter, utc_millis
+from cdc.core.envelopes.base import Change, EnvelopeDecoder, Getter, json_name, utc_millis
 from cdc.core.errors import InputError, UsageError
 from cdc.core.rowstore import Row
 
@@ -87,9 +87,7 @@ class MaxwellDecoder(EnvelopeDecoder):
                 before = dict(after)
                 before.update(old)
             else:
-                raise self._bad(
-                    f"the 'old' field of an update message is {type(old).__name__}; expected an object", event
-                )
+                raise self._bad(f"the 'old' field of an update message is {json_name(old)}; expected an object", event)
             changes = [("-U", before), ("+U", after)]
         elif kind == "delete":
             changes = [("-D", self._data(data, "a delete", event))]
@@ -145,4 +143,4 @@ def _millis(seconds: Any) -> Any:
 
 
 def _what(value: Any) -> str:
-    return "null" if value is None else type(value).__name__
+    return json_name(value)
