@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import CONFORMANCE
+from helpers import CONFORMANCE, SAMPLES
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -278,3 +278,28 @@ def test_shuffling_rows_within_each_commit_leaves_the_table_unchanged(seed: int,
     out = pair(shuffled, ("v",), key)
     assert materialize(out, key, frozenset({"v"})) == table
     assert Counter(hashable(r) for _, r in out) == Counter(hashable(r) for _, r in feed)  # nothing lost or made up
+
+
+@pytest.mark.parametrize(
+    ("sample", "preset", "key", "expected"),
+    [
+        (
+            "delta-cdf-orders.csv",
+            "delta-cdf",
+            ("order_id",),
+            [("1001", "shipped"), ("1002", "delivered"), ("1004", "placed")],
+        ),
+        (
+            "ducklake-changes.csv",
+            "ducklake",
+            ("rowid",),
+            [("1", "DuckLakeDuckLakeDuckLake"), ("2", "QUACK"), ("3", "LAKE")],
+        ),
+    ],
+)
+def test_samples(sample: str, preset: str, key: tuple[str, ...], expected: list[tuple[str, str]]) -> None:
+    chosen = PRESETS[preset]
+    changes = pair(changes_of(SAMPLES / sample, preset), chosen.commit_columns, key)
+    table = [dict(r) for r in materialize(changes, key, frozenset(chosen.commit_columns))]
+    column = "val" if preset == "ducklake" else "status"
+    assert sorted((r[key[0]], r[column]) for r in table) == expected

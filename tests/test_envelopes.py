@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import CONFORMANCE
+from helpers import CONFORMANCE, SAMPLES
 
 from cdc.core.envelopes import (
     DECODERS,
@@ -429,3 +429,43 @@ def test_live_rows_truncate_as_a_multiset_without_a_key() -> None:
         live.track("+I", row)
     live.track("-D", {"a": 2})
     assert len(live) == 2 and live.truncate() == [{"a": 1}, {"a": 1}] and len(live) == 0
+
+
+# -- the samples a user can try ------------------------------------------------------------------------
+
+
+def keyed_table(changes: list[tuple[str, dict[str, Any]]], key: str) -> dict[Any, dict[str, Any]]:
+    table: dict[Any, dict[str, Any]] = {}
+    for kind, row in changes:
+        if kind in ("+I", "+U"):
+            table[row[key]] = row
+        else:
+            assert table.pop(row[key]) == row
+    return table
+
+
+def test_sample_canal_stream() -> None:
+    records = events(SAMPLES / "canal-products.jsonl")
+    decoder = CanalDecoder(EnvelopeOptions(table_include="products"))
+    table = keyed_table(decode_all(decoder, records), "id")
+    assert decoder.notes == {"filtered messages": 1, "DDL messages": 1}
+    assert {k: (r["price"], r["stock"]) for k, r in table.items()} == {
+        1: (Decimal("4.90"), 120),
+        2: (Decimal("12.00"), 38),
+        4: (Decimal("18.00"), 9),
+    }
+
+
+def test_sample_maxwell_stream() -> None:
+    decoder = MaxwellDecoder(EnvelopeOptions(key=("id",)))
+    table = keyed_table(decode_all(decoder, events(SAMPLES / "maxwell-products.jsonl")), "id")
+    assert table == {1: {"id": 1, "name": "espresso cup", "price": 4.9, "stock": 120}}
+    assert decoder.notes == {"bootstrap markers": 2, "bootstrap rows already live": 1, "DDL messages": 1}
+
+
+def test_sample_ogg_stream_needs_the_key_for_its_compressed_images() -> None:
+    records = events(SAMPLES / "ogg-products.jsonl")
+    table = keyed_table(decode_all(OggDecoder(EnvelopeOptions(key=("ID",))), records), "ID")
+    assert table == {1: {"ID": 1, "NAME": "espresso cup", "PRICE": 4.9, "STOCK": 120}}
+    with pytest.raises(InputError, match="missing NAME, STOCK"):
+        decode_all(OggDecoder(), records)

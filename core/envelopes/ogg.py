@@ -52,6 +52,7 @@ class OggDecoder(EnvelopeDecoder):
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self._plain = self.state is None and not self.meta
+        self._shapes: dict[Any, Row] = {}  # table → its last whole image (the columns it has)
 
     def _getter(self, key: str) -> Getter:
         if key == "table":
@@ -80,36 +81,25 @@ class OggDecoder(EnvelopeDecoder):
         before, after = event.get("before"), event.get("after")
         live = None if self.state is None else self.state.of(event.get("table"))
         if op == "I":
-            changes = [("+I", self._image(after, "after", "an insert (I)", event))]
+            after = self._image(after, "after", "an insert (I)", event)
+            if live is None:
+                self._shapes[event.get("table")] = after
+            changes = [("+I", after)]
         elif op == "U":
             after = self._image(after, "after", "an update (U)", event)
             if live is not None:
                 before = live.complete_before(before, after, "an update (U)")
                 after = live.complete_after(after, before)
-            elif type(before) is dict and before and before.keys() >= after.keys():
+            else:
+                before = self._whole(before, after, event, "an update (U)")
                 if before.keys() != after.keys():  # a compressed after image: the rest is unchanged
                     after = {**before, **after}
-            elif type(before) is dict and before:
-                gaps = [c for c in after if c not in before]
-                missing = ", ".join(gaps)
-                raise InputError(
-                    f'the "before" image of an update (U) is incomplete (missing {missing}); {self.TEXTS.cause}',
-                    hint=self.TEXTS.hint,
-                )
-            else:
-                shown = "empty" if type(before) is dict else what_is(before)
-                raise InputError(
-                    f'the "before" image of an update (U) is {shown}; {self.TEXTS.cause}', hint=self.TEXTS.hint
-                )
             changes = [("-U", before), ("+U", after)]
         elif op == "D":
             if live is not None:
                 before = live.complete_before(before, None, "a delete (D)")
-            elif type(before) is not dict or not before:
-                shown = "empty" if type(before) is dict else what_is(before)
-                raise InputError(
-                    f'the "before" image of a delete (D) is {shown}; {self.TEXTS.cause}', hint=self.TEXTS.hint
-                )
+            else:
+                before = self._whole(before, None, event, "a delete (D)")
             changes = [("-D", before)]
         elif op == "T":
             return self._truncate(event, event.get("table"))
@@ -124,6 +114,24 @@ class OggDecoder(EnvelopeDecoder):
                     return self._finish(changes, event, None)  # raises the collision error
             return changes
         return self._finish(changes, event, event.get("table"))
+
+    def _whole(self, before: Any, after: Row | None, event: Row, what: str) -> Row:
+        """A before image as sent, when it is whole: every column of the after image and of the
+        table's last full image (its inserts). Without --key nothing can fill the gaps."""
+        texts = self.TEXTS
+        if type(before) is not dict or not before:
+            shown = "empty" if type(before) is dict else what_is(before)
+            raise InputError(f'the "before" image of {what} is {shown}; {texts.cause}', hint=texts.hint)
+        shape = self._shapes.get(event.get("table"))
+        if (after is None or before.keys() >= after.keys()) and (shape is None or before.keys() >= shape.keys()):
+            self._shapes[event.get("table")] = before
+            return before
+        gaps = [c for c in (after or ()) if c not in before]
+        gaps += [c for c in (shape or ()) if c not in before and c not in gaps]
+        missing = ", ".join(gaps)
+        raise InputError(
+            f'the "before" image of {what} is incomplete (missing {missing}); {texts.cause}', hint=texts.hint
+        )
 
     def _image(self, image: Any, field_name: str, what: str, event: Row) -> Row:
         if type(image) is dict:
