@@ -25,8 +25,9 @@ cdc differs where Flink fails or errs:
 Values: Canal sends every column value as text. Flink parses it by the table's DDL. Without a
 DDL cdc takes Canal's own ``sqlType`` (``java.sql.Types`` codes) as the schema: integer types
 become integers, ``DECIMAL``/``NUMERIC`` exact decimals, ``FLOAT``/``REAL``/``DOUBLE`` floats,
-``BOOLEAN`` booleans; everything else (text, dates, times, ``BIT``, binary) stays text, as
-Canal wrote it. ``raw_values`` keeps every value as sent.
+``BOOLEAN`` booleans (``1``/``true`` → true; Flink's ``Boolean.parseBoolean`` reads MySQL's
+``1`` as false); everything else (text, dates, times, ``BIT``, binary) stays text, as Canal
+wrote it. ``raw_values`` keeps every value as sent.
 """
 
 from __future__ import annotations
