@@ -211,8 +211,12 @@ class EnvelopeDecoder:
 
 def rows_of(value: Any, field_name: str, what: str, decoder: EnvelopeDecoder, event: Row) -> list[Row]:
     """A Canal ``data``/``old`` array: a list of row objects."""
-    if type(value) is list and all(type(r) is dict for r in value):
-        return value
+    if type(value) is list:
+        for row in value:
+            if type(row) is not dict:
+                break
+        else:
+            return value
     raise decoder._bad(
         f"the {field_name!r} field of {what} message is {_shape(value)}; expected an array of row objects", event
     )

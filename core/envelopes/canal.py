@@ -67,7 +67,7 @@ SQL_TYPES: dict[int, tuple[str, Callable[[str], Any]]] = {
     16: ("BOOLEAN", _bool),
 }
 
-Converters = tuple[tuple[str, int, Callable[[str], Any]], ...]
+Converters = tuple[tuple[str, Callable[[str], Any]], ...]
 
 
 class CanalDecoder(EnvelopeDecoder):
@@ -89,6 +89,8 @@ class CanalDecoder(EnvelopeDecoder):
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self._converters: dict[Any, Converters] = {}
+        self._last_sql_type: Any = None
+        self._last_converters: Converters = ()
         self._plain = self.state is None and not self.meta
 
     def _getter(self, key: str) -> Getter:
@@ -120,8 +122,7 @@ class CanalDecoder(EnvelopeDecoder):
             data = rows_of(event.get("data"), "data", what, self, event)
             convert = self._convert_of(event)
             if convert:
-                for row in data:
-                    self._apply(convert, row)
+                self._convert_rows(convert, data, event)
             rk = "+I" if kind == "INSERT" else "-D"
             changes = [(rk, row) for row in data]
         elif kind == "UPDATE":
@@ -157,10 +158,9 @@ class CanalDecoder(EnvelopeDecoder):
         old_field = event.get("old")
         olds = [] if old_field is None else rows_of(old_field, "old", "an UPDATE", self, event)
         if convert:
-            for row in data:
-                self._apply(convert, row)
-            for row in olds:
-                self._apply(convert, row)
+            self._convert_rows(convert, data, event)
+            if olds:
+                self._convert_rows(convert, olds, event)
         changes: list[Change] = []
         if old_field is None or len(olds) == len(data):
             for i, after in enumerate(data):
@@ -193,29 +193,46 @@ class CanalDecoder(EnvelopeDecoder):
         sql_type = event.get("sqlType")
         if type(sql_type) is not dict:
             return ()
+        if sql_type == self._last_sql_type:  # a run of messages of one table: one dict comparison
+            return self._last_converters
         cache_key = tuple(sql_type.items())
         found = self._converters.get(cache_key)
         if found is None:
             found = tuple(
-                (column, code, SQL_TYPES[code][1])
+                (column, SQL_TYPES[code][1])
                 for column, code in sql_type.items()
                 if type(code) is int and code in SQL_TYPES
             )
             self._converters[cache_key] = found
+        self._last_sql_type, self._last_converters = sql_type, found
         return found
 
     @staticmethod
-    def _apply(convert: Converters, row: Row) -> None:
-        for column, code, to_value in convert:
-            value = row.get(column)
-            if type(value) is str:
-                try:
-                    row[column] = to_value(value)
-                except (ValueError, InvalidOperation):
-                    raise InputError(
-                        f"column {column!r}: {value!r} is not a valid {SQL_TYPES[code][0]} (its sqlType is {code})",
-                        hint="--raw-values keeps Canal's values as the text it sent",
-                    ) from None
+    def _convert_rows(convert: Converters, rows: list[Row], event: Row) -> None:
+        try:
+            for row in rows:
+                for column, to_value in convert:
+                    value = row.get(column)
+                    if value.__class__ is str:
+                        row[column] = to_value(value)
+        except (ValueError, InvalidOperation):
+            pass
+        else:
+            return
+        sql_type = event.get("sqlType") or {}
+        for row in rows:  # the values left as text are the ones that failed
+            for column, to_value in convert:
+                value = row.get(column)
+                if value.__class__ is str:
+                    try:
+                        to_value(value)
+                    except (ValueError, InvalidOperation):
+                        code = sql_type.get(column)
+                        name = SQL_TYPES[code][0] if code in SQL_TYPES else "value"
+                        raise InputError(
+                            f"column {column!r}: {value!r} is not a valid {name} (its sqlType is {code})",
+                            hint="--raw-values keeps Canal's values as the text it sent",
+                        ) from None
 
 
 def _table_of(event: Row) -> Any:

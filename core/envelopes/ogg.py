@@ -52,7 +52,7 @@ class OggDecoder(EnvelopeDecoder):
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self._plain = self.state is None and not self.meta
-        self._shapes: dict[Any, Row] = {}  # table → its last whole image (the columns it has)
+        self._shapes: dict[Any, Row] = {}  # table → its last insert's image (the columns it has)
 
     def _getter(self, key: str) -> Getter:
         if key == "table":
@@ -79,19 +79,29 @@ class OggDecoder(EnvelopeDecoder):
             return []
         op = event.get("op_type")
         before, after = event.get("before"), event.get("after")
-        live = None if self.state is None else self.state.of(event.get("table"))
+        table = event.get("table")
+        live = None if self.state is None else self.state.of(table)
         if op == "I":
-            after = self._image(after, "after", "an insert (I)", event)
+            if type(after) is not dict:
+                after = self._image(after, "after", "an insert (I)", event)
             if live is None:
-                self._shapes[event.get("table")] = after
+                self._shapes[table] = after
             changes = [("+I", after)]
         elif op == "U":
-            after = self._image(after, "after", "an update (U)", event)
+            if type(after) is not dict:
+                after = self._image(after, "after", "an update (U)", event)
             if live is not None:
                 before = live.complete_before(before, after, "an update (U)")
                 after = live.complete_after(after, before)
             else:
-                before = self._whole(before, after, event, "an update (U)")
+                shape = self._shapes.get(table)
+                if not (
+                    type(before) is dict
+                    and before.keys() >= after.keys()
+                    and (shape is None or before.keys() >= shape.keys())
+                    and before
+                ):
+                    before = self._whole(before, after, shape, "an update (U)")
                 if before.keys() != after.keys():  # a compressed after image: the rest is unchanged
                     after = {**before, **after}
             changes = [("-U", before), ("+U", after)]
@@ -99,7 +109,9 @@ class OggDecoder(EnvelopeDecoder):
             if live is not None:
                 before = live.complete_before(before, None, "a delete (D)")
             else:
-                before = self._whole(before, None, event, "a delete (D)")
+                shape = self._shapes.get(table)
+                if not (type(before) is dict and before and (shape is None or before.keys() >= shape.keys())):
+                    before = self._whole(before, None, shape, "a delete (D)")
             changes = [("-D", before)]
         elif op == "T":
             return self._truncate(event, event.get("table"))
@@ -115,17 +127,13 @@ class OggDecoder(EnvelopeDecoder):
             return changes
         return self._finish(changes, event, event.get("table"))
 
-    def _whole(self, before: Any, after: Row | None, event: Row, what: str) -> Row:
-        """A before image as sent, when it is whole: every column of the after image and of the
-        table's last full image (its inserts). Without --key nothing can fill the gaps."""
+    def _whole(self, before: Any, after: Row | None, shape: Row | None, what: str) -> Row:
+        """Why a before image is not whole: it must have every column of the after image and of
+        the table's last insert (``shape``). Without --key nothing can fill the gaps."""
         texts = self.TEXTS
         if type(before) is not dict or not before:
             shown = "empty" if type(before) is dict else what_is(before)
             raise InputError(f'the "before" image of {what} is {shown}; {texts.cause}', hint=texts.hint)
-        shape = self._shapes.get(event.get("table"))
-        if (after is None or before.keys() >= after.keys()) and (shape is None or before.keys() >= shape.keys()):
-            self._shapes[event.get("table")] = before
-            return before
         gaps = [c for c in (after or ()) if c not in before]
         gaps += [c for c in (shape or ()) if c not in before and c not in gaps]
         missing = ", ".join(gaps)
