@@ -22,6 +22,10 @@ the key) pair by their order within the commit, which is how the sources write t
 images come from the same file rewrite). Unequal numbers of pre- and post-images leave a lone
 ``-U`` or ``+U``, counted in ``notes``.
 
+Memory: the rows of one commit (``largest`` says how many it held). Measured with tracemalloc on
+3-column rows: 1 MB peak for 1,000-row commits, whether the feed has 100k or 1M rows; 9 MB for
+10,000-row commits.
+
 The commit columns (Delta ``_commit_version``, ``_commit_timestamp``; DuckLake ``snapshot_id``;
 Iceberg ``_change_ordinal``, ``_commit_snapshot_id``) are metadata: the first one names the
 commit; :func:`row_identity` and :func:`same_row` leave them out when a retraction is matched
