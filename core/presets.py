@@ -13,6 +13,12 @@ class Preset:
     op_column: str
     mapping: dict[str, RowKind] = field(default_factory=dict)
     description: str = ""
+    # A change feed's commit columns (metadata, never part of a row's identity); the first one
+    # names the commit. Non-empty: the feed's images are paired per commit (core.commits).
+    commit_columns: tuple[str, ...] = ()
+    # Columns the feed carries that identify a row across its versions (DuckLake's rowid): they
+    # pair a commit's pre- and post-images when no --key is given.
+    pair_key: tuple[str, ...] = ()
 
 
 PRESETS: dict[str, Preset] = {
@@ -25,16 +31,20 @@ PRESETS: dict[str, Preset] = {
         "_change_type",
         {"insert": INSERT, "update_preimage": UPDATE_BEFORE, "update_postimage": UPDATE_AFTER, "delete": DELETE},
         "Delta Lake change data feed",
+        commit_columns=("_commit_version", "_commit_timestamp"),
     ),
     "iceberg": Preset(
         "_change_type",
         {"INSERT": INSERT, "UPDATE_BEFORE": UPDATE_BEFORE, "UPDATE_AFTER": UPDATE_AFTER, "DELETE": DELETE},
         "Iceberg changelog view (create_changelog_view)",
+        commit_columns=("_change_ordinal", "_commit_snapshot_id"),
     ),
     "ducklake": Preset(
         "change_type",
         {"insert": INSERT, "update_preimage": UPDATE_BEFORE, "update_postimage": UPDATE_AFTER, "delete": DELETE},
         "DuckLake table_changes()",
+        commit_columns=("snapshot_id",),
+        pair_key=("rowid",),
     ),
     "risingwave": Preset(
         "op",

@@ -1,0 +1,106 @@
+"""Which CDC envelope is this record? (Debezium, Canal, Maxwell, Oracle GoldenGate)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+ENVELOPES = ("debezium", "canal", "maxwell", "ogg")
+
+LABELS = {"debezium": "Debezium", "canal": "Canal", "maxwell": "Maxwell", "ogg": "Oracle GoldenGate"}
+
+# What gives each one away, for messages and hints.
+SIGNS = {
+    "debezium": "'op' beside 'before'/'after'",
+    "canal": "a 'data' array beside 'type'",
+    "maxwell": "a 'data' object beside 'type'",
+    "ogg": "'op_type' beside 'before'/'after'",
+}
+
+# Canal's EventType names (com.alibaba.otter.canal.protocol.CanalEntry.EventType) and Maxwell's
+# message types (its data format and bootstrapping docs): upper case vs lower case with dashes.
+CANAL_TYPES = frozenset(
+    [
+        "INSERT",
+        "UPDATE",
+        "DELETE",
+        "CREATE",
+        "ALTER",
+        "ERASE",
+        "QUERY",
+        "TRUNCATE",
+        "RENAME",
+        "CINDEX",
+        "DINDEX",
+        "GTID",
+        "XACOMMIT",
+        "XAROLLBACK",
+        "MHEARTBEAT",
+    ]
+)
+MAXWELL_TYPES = frozenset(
+    [
+        "insert",
+        "update",
+        "delete",
+        "bootstrap-start",
+        "bootstrap-insert",
+        "bootstrap-complete",
+        "database-create",
+        "database-alter",
+        "database-drop",
+        "table-create",
+        "table-alter",
+        "table-drop",
+    ]
+)
+
+
+def recognise(event: Any, *, strict: bool = False) -> str | None:
+    """The envelope of one parsed record: ``debezium``, ``canal``, ``maxwell``, ``ogg`` or None.
+
+    ``strict`` asks for a nested row image (or a format-specific field) before naming an
+    envelope, so that a flattened row with a ``type`` or ``op`` column is not taken for one.
+    """
+    if not isinstance(event, dict):
+        return None
+    if "op_type" in event:
+        before, after = event.get("before"), event.get("after")
+        if isinstance(before, dict) or isinstance(after, dict):
+            return "ogg"
+        if not strict and ("before" in event or "after" in event or "table" in event):
+            return "ogg"
+    kind = event.get("type")
+    if isinstance(kind, str):
+        data = event.get("data")
+        if isinstance(data, list) or "isDdl" in event:
+            return "canal"
+        if isinstance(data, dict):
+            return "maxwell"
+        if kind in MAXWELL_TYPES and ("def" in event or not strict):
+            return "maxwell"
+        if not strict and kind in CANAL_TYPES:
+            return "canal"
+    payload = event.get("payload")
+    if isinstance(payload, dict) and "schema" in event:
+        return "debezium"
+    if "op" in event:
+        before, after = event.get("before"), event.get("after")
+        if isinstance(before, dict) or isinstance(after, dict):
+            return "debezium"
+        if not strict and ("before" in event or "after" in event or "source" in event):
+            return "debezium"
+    return None
+
+
+def looks_like_envelope(row: Any) -> str | None:
+    """For the flattened-row presets: the envelope this row is, when it plainly is one."""
+    return recognise(row, strict=True)
+
+
+def envelope_message(name: str) -> str:
+    """What to tell a user who fed an envelope to a command that reads flattened rows."""
+    label = LABELS.get(name, name)
+    return (
+        f"this is a {label} message ({SIGNS.get(name, 'an envelope')}), not a flattened row: "
+        f"use `cdc decode --envelope {name}`"
+    )
