@@ -81,7 +81,7 @@ def print_to_changelog_sql(common: Common, spec: ToChangelogSpec) -> None:
 
 
 def print_decode_sql(common: Common, spec: DecodeSpec) -> None:
-    from cdc.formats.debezium import DebeziumDecoder
+    from cdc.formats.debezium import DebeziumDecoder, parse_metadata
     from cdc.formats.registry import open_inputs
 
     quiet = DecodeSpec(schema_include=spec.schema_include, raw_values=spec.raw_values, on_truncate="skip")
@@ -97,7 +97,7 @@ def print_decode_sql(common: Common, spec: DecodeSpec) -> None:
             source,
             columns_of(images, source),
             spec.schema_include == "true" or decoder.saw_envelope,
-            list(spec.metadata),
+            list(parse_metadata(spec.metadata)),
             common.on_error == OnError.skip,
             spec.key,
         )

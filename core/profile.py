@@ -28,6 +28,7 @@ def mode_of(kinds: set[str]) -> str:
 class Profile:
     key: tuple[str, ...] = ()
     time_column: str | None = None
+    metadata: frozenset[str] = frozenset()  # commit columns: not part of a row's identity
     state: TableState = field(init=False)
     distinct_keys: set[Key] = field(default_factory=set)
     changes: int = 0
@@ -36,7 +37,7 @@ class Profile:
     time_missing: int = 0
 
     def __post_init__(self) -> None:
-        self.state = new_state(self.key, Findings(Policy.warn))
+        self.state = new_state(self.key, Findings(Policy.warn), metadata=self.metadata)
         self._key_of = key_getter(self.key) if self.key else None
 
     def add(self, kind: str, image: Row, where: Where) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from cdc.core.errors import InputError
@@ -46,9 +46,27 @@ def key_getter(columns: Sequence[str]) -> Any:
     return key_of
 
 
-def row_identity(row: Mapping[str, Any], ignore: str | None = None) -> Key:
-    """A whole row as a hashable value (column order does not matter)."""
-    return tuple(sorted((k, hashable(v)) for k, v in row.items() if k != ignore))
+def row_identity(row: Mapping[str, Any], metadata: frozenset[str] = frozenset()) -> Key:
+    """A whole row as a hashable value (column order does not matter), its metadata columns
+    left out: the multiset key under which a ``-U``/``-D`` finds the row it retracts (a change
+    feed's retraction carries the commit that removed the row, not the one that wrote it)."""
+    return tuple(sorted((k, hashable(v)) for k, v in row.items() if k not in metadata))
+
+
+def same_row(a: Mapping[str, Any], b: Mapping[str, Any], metadata: frozenset[str] = frozenset()) -> bool:
+    """``a`` and ``b`` hold the same values, metadata columns aside (keyed state's check that a
+    ``-U`` retracts the row it stores)."""
+    if not metadata:
+        return a == b
+    return {k: v for k, v in a.items() if k not in metadata} == {k: v for k, v in b.items() if k not in metadata}
+
+
+def strip(row: Row, columns: Iterable[str]) -> Row:
+    """``row`` without ``columns`` (a new dict; the row itself when it has none of them)."""
+    drop = [c for c in columns if c in row]
+    if not drop:
+        return row
+    return {k: v for k, v in row.items() if k not in drop}
 
 
 class KeyedRows:

@@ -28,11 +28,12 @@ from cdc.core.specs import (
     ToChangelogSpec,
 )
 from cdc.core.state import Where
+from cdc.core.stats import Counts
 from cdc.formats.base import RowReader
 from cdc.formats.engine.inputs import open_rows
 from cdc.formats.engine.job import Job, Result
 from cdc.formats.engine.session import Session, result_skips
-from cdc.formats.engine.tables import new_table_state, table_rows, write_rows
+from cdc.formats.engine.tables import metadata_of, new_table_state, table_rows, write_rows
 
 
 @dataclass
@@ -52,6 +53,8 @@ def steps_for(spec: Any, result: Result, where: Where) -> Steps:
     counts = result.counts
     if isinstance(spec, FromChangelogSpec):
         from_row = FromChangelogRow(spec, counts)
+        if spec.commit_columns:
+            return _paired(spec, from_row, counts)
         return Steps(from_row, columns=from_row.columns)
     if isinstance(spec, ToChangelogSpec):
         to_row = ToChangelogRow(spec, counts)
@@ -74,6 +77,36 @@ def steps_for(spec: Any, result: Result, where: Where) -> Steps:
     raise TypeError(f"no row transform for {type(spec).__name__}")
 
 
+def _paired(spec: FromChangelogSpec, from_row: FromChangelogRow, counts: Counts) -> Steps:
+    """A change feed: each commit's rows come out once it ends, pre- and post-images paired."""
+    from cdc.core.commits import CommitPairing
+
+    pairing = CommitPairing(
+        spec.commit_columns, spec.keys or spec.pair_key, drop=spec.drop_commit_columns, notes=counts.notes
+    )
+    kc = spec.kind_column
+
+    def with_kinds(changes: list[tuple[str, Row]]) -> list[Row]:
+        return [{kc: kind, **image} for kind, image in changes]
+
+    commit = spec.commit_columns[0]
+
+    def step(row: Row) -> list[Row]:
+        out = []
+        for changed in from_row(row):
+            if commit not in changed:  # rows without commits (e.g. written by to-changelog): in order
+                return with_kinds(pairing.finish()) + [changed]
+            kind = changed.pop(kc)
+            out.extend(pairing.push(kind, changed))
+        return with_kinds(out)
+
+    def columns(names: Sequence[str]) -> list[str]:
+        out = from_row.columns(names)
+        return [n for n in out if n not in spec.commit_columns] if spec.drop_commit_columns else out
+
+    return Steps(step, lambda: with_kinds(pairing.finish()), columns)
+
+
 def _materialize(spec: MaterializeSpec, result: Result, where: Where) -> Steps:
     state = result.detail = new_table_state(spec)
     apply, kind_column = state.apply, spec.kind_column
@@ -83,11 +116,14 @@ def _materialize(spec: MaterializeSpec, result: Result, where: Where) -> Steps:
         apply(kind, image, where)
         return ()
 
-    return Steps(step, lambda: table_rows(state, spec), lambda names: [n for n in names if n != kind_column])
+    def columns(names: Sequence[str]) -> list[str]:
+        return [n for n in names if n != kind_column and n not in state.metadata]
+
+    return Steps(step, lambda: table_rows(state, spec), columns)
 
 
 def _inspect(spec: InspectSpec, result: Result, where: Where) -> Steps:
-    profile = result.detail = Profile(spec.key, spec.time_column)
+    profile = result.detail = Profile(spec.key, spec.time_column, metadata_of(spec))
     add, kind_column = profile.add, spec.kind_column
 
     def step(row: Row) -> tuple[()]:

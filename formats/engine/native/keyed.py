@@ -43,6 +43,7 @@ def accepts(job: Job) -> bool:
         and bool(spec.key)
         and not spec.dedup
         and spec.as_of is None
+        and spec.commit_columns == ()  # none in the rows: the kernel compares rows whole
         and job.rows is None
         and all(f == "jsonl" for f in job.formats)
     )
