@@ -78,6 +78,7 @@ def command(
     time_column: TimeColumn = None,
     sort: Sort = False,
     expect: Expect = None,
+    commit_columns: o.CommitColumnsOpt = None,
     kind_column: o.KindColumn = "op",
 ) -> None:
     """Apply a changelog to in-memory state and write the table it describes (no kind column).
@@ -103,6 +104,7 @@ def command(
         as_of=as_of,
         time_column=time_column,
         sort=sort,
+        commit_columns=o.commit_columns(commit_columns),
     )
     if common.output_format is None and common.output == "-" and expect is None and stdout_is_terminal():
         common.output_format = "table"
