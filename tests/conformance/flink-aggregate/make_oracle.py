@@ -57,13 +57,24 @@ class Case:
 # Inputs
 
 
-def clicks() -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (SAMPLES / "clicks.jsonl").read_text().splitlines() if line.strip()]
+def sample(name: str) -> Callable[[], list[dict[str, Any]]]:
+    def rows() -> list[dict[str, Any]]:
+        return [json.loads(line) for line in (SAMPLES / name).read_text().splitlines() if line.strip()]
+
+    return rows
 
 
-def clicks_count_log() -> list[dict[str, Any]]:
-    """The first aggregation's retract log, as changelog rows: the second one's input."""
-    return [{"op": LONG[e["kind"]], **e["row"]} for e in read_expected(HERE / "clicks_count")]
+clicks = sample("clicks.jsonl")  # the docs' six clicks
+clicks_continued = sample("clicks-continued.jsonl")  # ... and three more, so that count groups empty
+
+
+def log_of(case: str) -> Callable[[], list[dict[str, Any]]]:
+    """A case's retract log, as changelog rows: the input of an aggregation over it."""
+
+    def rows() -> list[dict[str, Any]]:
+        return [{"op": LONG[e["kind"]], **e["row"]} for e in read_expected(HERE / case)]
+
+    return rows
 
 
 PAGES = ["./home", "./cart", "./checkout", "./search"] + [f"./prod?id={i}" for i in range(1, 27)]
@@ -241,14 +252,27 @@ CASES = [
         "count_of_counts", "changelog", {"user": "STRING", "cnt": "BIGINT"},
         "SELECT cnt, COUNT(*) AS freq FROM {src} GROUP BY cnt",
         ["--input-mode", "changelog", "--group-by", "cnt", "--agg", "freq=COUNT(*)"],
-        clicks_count_log, group_by=["cnt"],
-        note="a second aggregation over clicks_count's retract log (its -U empties groups: -D)",
+        log_of("clicks_count"), group_by=["cnt"],
+        note="a second aggregation over clicks_count's retract log",
     ),
     Case(
         "count_of_counts_upsert", "changelog", {"user": "STRING", "cnt": "BIGINT"},
         "SELECT cnt, COUNT(*) AS freq FROM {src} GROUP BY cnt",
         ["--input-mode", "changelog", "--group-by", "cnt", "--agg", "freq=COUNT(*)", "--emit", "upsert"],
-        clicks_count_log, emit="upsert", group_by=["cnt"],
+        log_of("clicks_count"), emit="upsert", group_by=["cnt"],
+    ),
+    Case(
+        "continued_count", "append", CLICKS,
+        "SELECT `user`, COUNT(url) AS cnt FROM {src} GROUP BY `user`",
+        ["--input-mode", "append", "--group-by", "user", "--agg", "cnt=COUNT(url)"],
+        clicks_continued, group_by=["user"], note="samples/clicks-continued.jsonl: the docs' clicks and three more",
+    ),
+    Case(
+        "continued_count_of_counts", "changelog", {"user": "STRING", "cnt": "BIGINT"},
+        "SELECT cnt, COUNT(*) AS freq FROM {src} GROUP BY cnt",
+        ["--input-mode", "changelog", "--group-by", "cnt", "--agg", "freq=COUNT(*)"],
+        log_of("continued_count"), group_by=["cnt"],
+        note="the count of counts over continued_count's log: groups 1 and 2 empty (-D)",
     ),
     Case(
         "random_append", "append", RANDOM_CLICKS,
@@ -493,23 +517,27 @@ def main(argv: list[str]) -> None:
         lines = "".join(f'{{"kind": "{e["kind"]}", "row": {json_object(e["row"])}}}\n' for e in emitted)
         (case_dir / "expected.jsonl").write_text(lines, encoding="utf-8")
         print(f"{case.name}: {len(rows)} input rows, {len(emitted)} emitted", flush=True)
-    if not wanted or "count_of_counts" in wanted:
-        check_nested(flink)
+    for inner, outer in NESTED:
+        if not wanted or outer in wanted:
+            check_nested(flink, inner, outer)
 
 
-def check_nested(flink: Flink) -> None:
-    """count_of_counts reads clicks_count's log; the nested query over the clicks must agree."""
-    case = CASES[0]
+NESTED = [("clicks_count", "count_of_counts"), ("continued_count", "continued_count_of_counts")]
+
+
+def check_nested(flink: Flink, inner: str, outer: str) -> None:
+    """A count of counts reads the inner case's log; the nested query over the clicks must agree."""
+    case = next(c for c in CASES if c.name == inner)
     src = flink.source(case, HERE / case.name, case.rows())
     nested = Case(
         "nested", "append", CLICKS,
         f"SELECT cnt, COUNT(*) AS freq FROM (SELECT `user`, COUNT(url) AS cnt FROM {src} GROUP BY `user`) GROUP BY cnt",
-        [], clicks,
+        [], case.rows,
     )  # fmt: skip
     got = flink.run(nested, src)
-    want = read_expected(HERE / "count_of_counts")
+    want = read_expected(HERE / outer)
     assert got == want, f"nested count of counts differs:\n{got}\n{want}"
-    print("count_of_counts: the nested query over the clicks emits the same log", flush=True)
+    print(f"{outer}: the nested query over the clicks emits the same log", flush=True)
 
 
 if __name__ == "__main__":
