@@ -512,7 +512,9 @@ def generate(spec: AggregateSpec, check_retractions: bool = True) -> str:
     same = (
         " and ".join(f"old[{n!r}] == {x}" for n, x in zip(names[len(spec.group_by) :], a_vars, strict=True)) or "True"
     )
-    operands = "(" + "".join(f"{raw[c]}, " for c in arg_cols) + ")"
+    # one operand is its own key (no tuple per row for the collector to trace); several, a tuple
+    operands = raw[arg_cols[0]] if len(arg_cols) == 1 else "(" + "".join(f"{raw[c]}, " for c in arg_cols) + ")"
+    unhashable = "hashable(t)" if len(arg_cols) == 1 else "tuple([hashable(x) for x in t])"
 
     body = _Code()
     if spec.where is not None:
@@ -527,7 +529,7 @@ def generate(spec: AggregateSpec, check_retractions: bool = True) -> str:
         body.add(
             f"    t = {operands}",
             f"    try: s[{tracker}][t] = 1",
-            f"    except TypeError: s[{tracker}][tuple([hashable(x) for x in t])] = 1",
+            f"    except TypeError: s[{tracker}][{unhashable}] = 1",
         )
     for code in aggs:
         body.block(_indent(code.acc))
@@ -538,7 +540,7 @@ def generate(spec: AggregateSpec, check_retractions: bool = True) -> str:
         body.add(
             f"t = {operands}; tr = s[{tracker}]",
             "try: c = tr.get(t, 0) + 1",
-            "except TypeError: t = tuple([hashable(x) for x in t]); c = tr.get(t, 0) + 1",
+            f"except TypeError: t = {unhashable}; c = tr.get(t, 0) + 1",
             "if c == 0: del tr[t]",
             "else: tr[t] = c",
         )
@@ -553,7 +555,7 @@ def generate(spec: AggregateSpec, check_retractions: bool = True) -> str:
             body.add(
                 f"t = {operands}; tr = s[{tracker}]",
                 "try: c = tr.get(t, 0) - 1",
-                "except TypeError: t = tuple([hashable(x) for x in t]); c = tr.get(t, 0) - 1",
+                f"except TypeError: t = {unhashable}; c = tr.get(t, 0) - 1",
                 "if c < 0: unmatched(kind, row, " + WHERE + ")",
                 "if c == 0: del tr[t]",
                 "else: tr[t] = c",
