@@ -25,6 +25,7 @@ COMMANDS = {
     "debezium-encode": ("debezium_encode", "Changelog rows → Debezium JSON events (one u event per update)."),
     "materialize": ("materialize", "Apply a changelog to in-memory state → the table (time travel, CI diffs)."),
     "replay": ("replay", "Run a changelog through keyed state; re-emit it as retract or upsert."),
+    "aggregate": ("aggregate", "A continuous GROUP BY over changes → Flink's update log (+I, -U/+U, -D)."),
     "inspect": ("inspect_cmd", "What kind of changelog is this? Kinds, mode, counts, keys, consistency."),
 }
 ABOUT = "Convert and check changelog files the way Apache Flink SQL reads changelog streams."

@@ -7,9 +7,10 @@ from itertools import islice
 from typing import Any
 
 from cdc.cli.options import Common
+from cdc.core.errors import UsageError
 from cdc.core.flinksql import Source, debezium_sql, from_changelog_sql, infer_columns, to_changelog_sql
 from cdc.core.model import OnError
-from cdc.core.specs import DecodeSpec, FromChangelogSpec, ToChangelogSpec
+from cdc.core.specs import AggregateSpec, DecodeSpec, FromChangelogSpec, ToChangelogSpec
 from cdc.core.stats import Counts
 from cdc.formats.engine.inputs import open_rows, resolve
 from cdc.formats.engine.job import Job
@@ -102,3 +103,26 @@ def print_decode_sql(common: Common, spec: DecodeSpec) -> None:
             spec.key,
         )
     )
+
+
+def print_aggregate_sql(common: Common, spec: AggregateSpec) -> None:
+    """The continuous GROUP BY over the input table (append-only rows, or changelog rows read
+    back through FROM_CHANGELOG)."""
+    from cdc.core.flinksql import changelog_view, create_table, header
+    from cdc.core.specs import CopySpec
+
+    reads = "changelog" if spec.input_mode == "changelog" else "rows"
+    job, rows = sample(_job(common, CopySpec(reads, spec.kind_column)))
+    source = _source(job)
+    if spec.input_mode == "upsert":
+        raise UsageError(
+            "--print-sql: upsert input needs FROM_CHANGELOG with PARTITION BY, which Flink 2.3 does not take",
+            hint="declare the source with a PRIMARY KEY on an upsert-kafka table instead",
+        )
+    table = create_table("cdc_input", columns_of(rows, source), source)
+    parts = [header("cdc aggregate", source), table]
+    name = "`cdc_input`"
+    if spec.input_mode == "changelog":
+        parts.append(changelog_view(columns_of(rows, source), spec.kind_column))
+        name = "`cdc_changelog`"
+    emit("\n\n".join(parts) + "\n\n" + spec.query.select_sql(name) + ";\n")

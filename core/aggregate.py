@@ -58,8 +58,9 @@ from decimal import ROUND_HALF_UP, Context, Decimal
 from typing import Any, Protocol
 
 from cdc.core.errors import CdcError, InputError, Location, UsageError
+from cdc.core.model import Row
 from cdc.core.predicate import Predicate, number_from_text, parse_where
-from cdc.core.rowstore import Row, hashable
+from cdc.core.rowstore import hashable
 from cdc.core.state import Findings, Policy, Where
 
 Change = tuple[str, Row]
@@ -161,7 +162,7 @@ def parse_agg(text: str) -> AggCall:
 
 
 @dataclass(frozen=True)
-class AggregateSpec:
+class AggregateQuery:
     """What ``cdc aggregate`` computes.
 
     ``group_by`` (empty: one global row), the aggregates in output order, the emission
@@ -200,7 +201,7 @@ class AggregateSpec:
         emit: str = "retract",
         where: str | None = None,
         retractions: bool = True,
-    ) -> AggregateSpec:
+    ) -> AggregateQuery:
         """The spec from flag texts; ``group_by`` items may be comma lists (``"user,url"``)."""
         cols = tuple(c.strip() for item in group_by for c in item.split(",") if c.strip())
         return cls(
@@ -449,7 +450,7 @@ DONE, WHERE = "\x00DONE\x00", "\x00WHERE\x00"
 _INSERTED, _UPDATED, _DELETED, _UNCHANGED, _FILTERED, _SKIPPED = range(6)
 
 
-def generate(spec: AggregateSpec, check_retractions: bool = True) -> str:
+def generate(spec: AggregateQuery, check_retractions: bool = True) -> str:
     """The Python source of ``make(...)``, which returns the job's ``apply`` and ``apply_batch``.
 
     ``check_retractions`` keeps, per group, a count of each live row's operands, to report a
@@ -677,7 +678,7 @@ class GroupAggregate:
 
     apply: _Apply
 
-    def __init__(self, spec: AggregateSpec, findings: Findings | None = None):
+    def __init__(self, spec: AggregateQuery, findings: Findings | None = None):
         self.spec = spec
         self.findings = findings if findings is not None else Findings()
         self.groups: dict[Any, list[Any]] = {}
@@ -799,6 +800,6 @@ def _append_only(kind: str) -> None:
     _bad_kind(kind)
 
 
-def aggregate(changes: Iterable[Change], spec: AggregateSpec, findings: Findings | None = None) -> Iterator[Change]:
+def aggregate(changes: Iterable[Change], spec: AggregateQuery, findings: Findings | None = None) -> Iterator[Change]:
     """The update log of ``spec`` over ``changes`` (kind, row)."""
     return GroupAggregate(spec, findings).run(changes)

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from cdc.core.errors import UsageError
 from cdc.core.kinds import RowKind
 from cdc.core.state import Policy
+
+if TYPE_CHECKING:  # the aggregate module loads only for aggregate jobs
+    from cdc.core.aggregate import AggregateQuery
 
 PLAIN = "rows"
 CHANGELOG = "changelog"
@@ -168,4 +171,29 @@ class ReplaySpec:
 
     @property
     def reads(self) -> str:  # type: ignore[override]
+        return CHANGELOG if self.input_mode == "changelog" else PLAIN
+
+
+@dataclass(frozen=True)
+class AggregateSpec:
+    """A continuous GROUP BY over changes (Flink's group aggregate): ``query`` says what to
+    compute; the input is changelog rows, or plain rows read as inserts (``append``) or as
+    upserts of ``key`` (``upsert``, normalized first as Flink's ChangelogNormalize does)."""
+
+    stateless: ClassVar[bool] = False
+    query: AggregateQuery
+    input_mode: str = "changelog"  # changelog | upsert | append
+    key: tuple[str, ...] = ()
+    delete_when: tuple[str, str] | None = None
+    kind_column: str = "op"
+    policy: Policy = Policy.warn
+
+    def __post_init__(self) -> None:
+        if self.input_mode == "upsert" and not self.key:
+            raise UsageError("--input-mode upsert needs --key: each row upserts its key")
+        if self.delete_when is not None and self.input_mode != "upsert":
+            raise UsageError("--delete-when goes with --input-mode upsert")
+
+    @property
+    def reads(self) -> str:
         return CHANGELOG if self.input_mode == "changelog" else PLAIN

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from cdc.core.aggregate import AggregateSpec, GroupAggregate
+from cdc.core.aggregate import AggregateQuery, GroupAggregate
 from cdc.formats.jsonl import JsonlWriter
 from cdc.formats.printed import PrintWriter
 
@@ -31,7 +31,7 @@ def rows_of(path: Path) -> list[dict[str, Any]]:
 
 
 def aggregate(changes: list[tuple[str, dict[str, Any]]], group_by: str, agg: str, **kw: Any) -> list[dict[str, Any]]:
-    spec = AggregateSpec.parse([group_by], [agg], **kw)
+    spec = AggregateQuery.parse([group_by], [agg], **kw)
     return [{"op": kind, **row} for kind, row in GroupAggregate(spec).run(changes)]
 
 

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from cdc.core.aggregate import (
     AggCall,
-    AggregateSpec,
+    AggregateQuery,
     GroupAggregate,
     aggregate,
     generate,
@@ -30,7 +30,8 @@ from cdc.core.aggregate import (
 from cdc.core.errors import InconsistencyError, InputError, Location, UsageError
 from cdc.core.kinds import KIND_BY_TEXT
 from cdc.core.predicate import parse_where
-from cdc.core.replay import KeyedReplay, ReplayOptions
+from cdc.core.replay import KeyedReplay
+from cdc.core.specs import ReplaySpec
 from cdc.core.state import Findings, KeyedState, MultisetState, Policy
 
 ORACLE = CONFORMANCE / "flink-aggregate"
@@ -40,11 +41,11 @@ Change = tuple[str, dict[str, Any]]
 
 def spec(
     group_by: str = "", *aggs: str, emit: str = "retract", where: str | None = None, retractions: bool = True
-) -> AggregateSpec:
-    return AggregateSpec.parse([group_by] if group_by else [], list(aggs), emit, where, retractions)
+) -> AggregateQuery:
+    return AggregateQuery.parse([group_by] if group_by else [], list(aggs), emit, where, retractions)
 
 
-def run(s: AggregateSpec, changes: Iterable[Change], findings: Findings | None = None) -> list[Change]:
+def run(s: AggregateQuery, changes: Iterable[Change], findings: Findings | None = None) -> list[Change]:
     return list(GroupAggregate(s, findings).run(changes))
 
 
@@ -192,7 +193,7 @@ def test_where_on_a_value_that_cannot_be_compared_is_an_input_error() -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# AggregateSpec
+# AggregateQuery
 
 
 def test_spec_output_columns_and_sql() -> None:
@@ -402,12 +403,12 @@ def test_the_generated_code_is_there_to_read() -> None:
 # Aggregate functions
 
 
-def values(s: AggregateSpec, log: list[Change], column: str) -> list[Any]:
+def values(s: AggregateQuery, log: list[Change], column: str) -> list[Any]:
     """The column's value in each emitted row (kinds aside)."""
     return [row[column] for _, row in run(s, log)]
 
 
-def after(s: AggregateSpec, log: list[Change], column: str) -> list[Any]:
+def after(s: AggregateQuery, log: list[Change], column: str) -> list[Any]:
     """The column's value after each change that emitted (the -U rows left out)."""
     return [row[column] for kind, row in run(s, log) if kind != "-U"]
 
@@ -542,8 +543,8 @@ def test_first_and_last_value_ignore_nulls_and_follow_arrival_with_retraction() 
 def test_the_append_only_state_gives_the_same_log_as_the_retracting_one() -> None:
     rows = [json.loads(line) for line in (ORACLE / "random_append" / "input.jsonl").read_text().splitlines()]
     args = flags(ORACLE / "random_append")
-    lean = AggregateSpec.parse(args["group_by"], args["aggs"], retractions=False)
-    full = AggregateSpec.parse(args["group_by"], args["aggs"], retractions=True)
+    lean = AggregateQuery.parse(args["group_by"], args["aggs"], retractions=False)
+    full = AggregateQuery.parse(args["group_by"], args["aggs"], retractions=True)
     assert run(lean, inserts(*rows)) == run(full, inserts(*rows))
 
 
@@ -594,16 +595,16 @@ def input_changes(case: Path, rows: list[dict[str, Any]]) -> list[Change]:
         return [(KIND_BY_TEXT[r["op"]].value, {k: v for k, v in r.items() if k != "op"}) for r in rows]
     # upsert rows: normalized by key first (Flink's ChangelogNormalize, cdc's replay)
     column, _, deleted = args["delete_when"].partition("=")
-    normalize = KeyedReplay(ReplayOptions((args["key"],)))
+    normalize = KeyedReplay(ReplaySpec((args["key"],)))
     changes: list[Change] = []
     for row in rows:
         changes.extend(normalize.apply("-D" if str(row[column]) == deleted else "+U", row))
     return changes
 
 
-def case_spec(case: Path, emit: str | None = None) -> AggregateSpec:
+def case_spec(case: Path, emit: str | None = None) -> AggregateQuery:
     args = flags(case)
-    return AggregateSpec.parse(
+    return AggregateQuery.parse(
         args["group_by"], args["aggs"], emit or args["emit"], args["where"], retractions=args["mode"] != "append"
     )
 
@@ -721,7 +722,7 @@ def materialize(log: Iterable[Change], key: Sequence[str]) -> list[dict[str, Any
     return list(state.rows())
 
 
-def group_by(rows: list[dict[str, Any]], s: AggregateSpec) -> dict[tuple[Any, ...], dict[str, Any]]:
+def group_by(rows: list[dict[str, Any]], s: AggregateQuery) -> dict[tuple[Any, ...], dict[str, Any]]:
     """The GROUP BY computed directly over a table, as a batch query would."""
     groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     for row in rows:
@@ -755,7 +756,7 @@ def group_by(rows: list[dict[str, Any]], s: AggregateSpec) -> dict[tuple[Any, ..
     return out
 
 
-def check_against_batch(log: list[Change], s: AggregateSpec) -> list[Change]:
+def check_against_batch(log: list[Change], s: AggregateQuery) -> list[Change]:
     out = run(s, log, Findings(Policy.fail))  # a consistent log has no findings
     table = materialize(out, s.group_by)  # the update log is itself consistent: no findings either
     want = group_by(materialize(log, ("id",)), s)
@@ -790,7 +791,7 @@ def test_upsert_emission_is_retract_emission_without_update_befores(log: list[Ch
     upsert = run(spec("g", *FUNCS, emit="upsert"), log)
     assert [c for c in retract if c[0] != "-U"] == upsert
     # and replay (ChangelogNormalize keyed by the group) turns the retract log into the upsert one
-    replay = KeyedReplay(ReplayOptions(("g",), emit="upsert"))
+    replay = KeyedReplay(ReplaySpec(("g",), emit="upsert"))
     assert [c for kind, row in retract for c in replay.apply(kind, row)] == upsert
 
 

@@ -16,8 +16,9 @@ from cdc.core.convert import FromChangelogRow, ToChangelogRow, split_change
 from cdc.core.errors import InputError
 from cdc.core.model import Row
 from cdc.core.profile import Profile
-from cdc.core.replay import ReplayCounts, Replayer
+from cdc.core.replay import KeyedReplay, ReplayCounts, Replayer
 from cdc.core.specs import (
+    AggregateSpec,
     CopySpec,
     DecodeSpec,
     EncodeSpec,
@@ -74,6 +75,8 @@ def steps_for(spec: Any, result: Result, where: Where) -> Steps:
         return _inspect(spec, result, where)
     if isinstance(spec, ReplaySpec):
         return _replay(spec, result)
+    if isinstance(spec, AggregateSpec):
+        return _aggregate(spec, result, where)
     raise TypeError(f"no row transform for {type(spec).__name__}")
 
 
@@ -151,6 +154,33 @@ def _replay(spec: ReplaySpec, result: Result) -> Steps:
         return with_kinds(replayer.step(kind, image))
 
     return Steps(step, lambda: with_kinds(replayer.finish()))
+
+
+def _aggregate(spec: AggregateSpec, result: Result, where: Where) -> Steps:
+    """A continuous GROUP BY: each change updates its group, which emits what changed."""
+    from cdc.core.aggregate import GroupAggregate
+    from cdc.core.inputmodes import change_reader
+    from cdc.core.state import Findings
+
+    group = result.detail = GroupAggregate(spec.query, Findings(spec.policy))
+    apply, kc = group.apply, spec.kind_column
+    change_of = change_reader(spec.input_mode, kc, spec.delete_when)
+    by_kind = result.counts.by_kind
+    normalize = None
+    if spec.input_mode == "upsert":  # Flink's ChangelogNormalize before the aggregate
+        normalize = KeyedReplay(ReplaySpec(spec.key, keep_noop=False)).apply
+
+    def step(row: Row) -> list[Row]:
+        kind, image = change_of(row)
+        changes = normalize(kind, image) if normalize is not None else [(kind, image)]
+        out = []
+        for k, r in changes:
+            for kind_out, row_out in apply(k, r, where):
+                by_kind[kind_out] += 1
+                out.append({kc: kind_out, **row_out})
+        return out
+
+    return Steps(step)
 
 
 def transformed(reader: RowReader, steps: Steps, current: Session) -> Iterator[Row]:
