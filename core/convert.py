@@ -21,6 +21,7 @@ from cdc.core.mapping import (
 )
 from cdc.core.model import Row
 from cdc.core.presets import get_preset
+from cdc.core.rowstore import missing_key
 from cdc.core.specs import FromChangelogSpec, ToChangelogSpec
 from cdc.core.stats import Counts
 
@@ -111,9 +112,12 @@ def bad_op_code(code: object, column: str, mapping: Mapping[str, RowKind]) -> In
         return InputError(f"NULL op code in column {column!r}; every changelog row must carry an operation code")
     if not isinstance(code, str):
         return InputError(f"op column {column!r} must be of STRING type, but was {type_name(code)} ({code!r})")
+    if code in KIND_BY_TEXT and code not in mapping:  # +I/-U/+U/-D: Flink's own short kinds
+        hint = "these are Flink's row kinds: --preset flink-short maps +I -U +U -D"
+    else:
+        hint = "map it with --op-mapping 'CODE=KIND', or skip such rows with --on-error skip"
     return InputError(
-        f"invalid op code {code!r} in column {column!r}; defined op codes are {describe_codes(mapping)}",
-        hint="map it with --op-mapping 'CODE=KIND', or skip such rows with --on-error skip",
+        f"invalid op code {code!r} in column {column!r}; defined op codes are {describe_codes(mapping)}", hint=hint
     )
 
 
@@ -167,7 +171,7 @@ class FromChangelogRow:
         out: Row = {kc: kind}
         for key in self.keys:
             if key not in row:
-                raise InputError(f"key column {key!r} does not exist in this row")
+                raise missing_key(key, row)
             out[key] = row[key]
         out.update(row)
         if kc == op:

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from cdc.core.errors import InputError
 from cdc.core.kinds import changelog_mode
 from cdc.core.model import Key, Row
 from cdc.core.rowstore import key_getter
@@ -46,7 +47,9 @@ class Profile:
         if self._key_of is not None:
             self.distinct_keys.add(self._key_of(image))
         if self.time_column is not None:
-            value = image.get(self.time_column)
+            if self.time_column not in image:
+                raise InputError(f"time column {self.time_column!r} does not exist in this row")
+            value = image[self.time_column]
             if value is None:
                 self.time_missing += 1
             else:

@@ -18,6 +18,12 @@ def hashable(value: Any) -> Any:
     return value
 
 
+def missing_key(column: str, row: Mapping[str, Any]) -> InputError:
+    """A key column a row lacks, with the columns it has (a typo shows at once)."""
+    have = ", ".join(row) or "none"
+    return InputError(f"key column {column!r} does not exist in this row; its columns are {have}")
+
+
 def key_getter(columns: Sequence[str]) -> Any:
     """A function row → key; a missing key column is an input error.
 
@@ -32,7 +38,7 @@ def key_getter(columns: Sequence[str]) -> Any:
             try:
                 value = row[col]
             except KeyError:
-                raise InputError(f"key column {col!r} does not exist in this row") from None
+                raise missing_key(col, row) from None
             return hashable(value) if type(value) in (dict, list) else value
 
         return single
@@ -41,7 +47,7 @@ def key_getter(columns: Sequence[str]) -> Any:
         try:
             return tuple(hashable(row[c]) for c in cols)
         except KeyError as exc:
-            raise InputError(f"key column {exc.args[0]!r} does not exist in this row") from None
+            raise missing_key(exc.args[0], row) from None
 
     return key_of
 

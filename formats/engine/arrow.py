@@ -15,6 +15,7 @@ from typing import Any, BinaryIO
 from cdc.core.convert import bad_kind, bad_op_code
 from cdc.core.errors import InputError, Location
 from cdc.core.kinds import KIND_BY_TEXT
+from cdc.core.rowstore import missing_key
 from cdc.core.specs import FromChangelogSpec, ToChangelogSpec
 from cdc.core.stats import Counts
 from cdc.formats.engine.job import Job, Result
@@ -133,8 +134,8 @@ def from_changelog_batches(spec: FromChangelogSpec, counts: Counts) -> BatchConv
                 hint="rename the kind column with --kind-column NAME",
             )
         for key in spec.keys:
-            if key not in names:
-                raise InputError(f"key column {key!r} does not exist in the input schema", where=where(0))
+            if key not in names:  # as the row path says it of the first row
+                raise missing_key(key, dict.fromkeys(names)).located(where(0))
         index = pc.index_in(column, value_set=code_set)
         keep = None
         invalid = pc.is_null(index)

@@ -166,7 +166,9 @@ def open_rows(job: Job, reject: Reject, on_bytes: Any, counts: Counts) -> RowRea
     else:
         envelope = next((f for f in job.formats if f in ENVELOPES), None)
         if envelope is not None:  # changelog rows decoded on the way in (-i debezium)
-            decoder = decoder_for(DecodeSpec(envelope, job.spec.kind_column), counts)
+            # The command's key rebuilds partial before images too (REPLICA IDENTITY DEFAULT).
+            key = getattr(job.spec, "key", ())
+            decoder = decoder_for(DecodeSpec(envelope, job.spec.kind_column, key=key), counts)
             readers[envelope] = decoder.reader
     return open_inputs(job.inputs, job.formats, reject, on_bytes, readers)
 

@@ -30,7 +30,7 @@ from cdc.formats.jsonl import (
     BOM,
     CHUNK_BYTES,
     WRITE,
-    bad_line_message,
+    bad_line_error,
     count_lines,
     dumps,
     encode_default,
@@ -242,11 +242,11 @@ def _convert_lines(
                 event = None
             else:
                 result.records += 1
-                message = bad_line_message(line)
+                err = bad_line_error(line, line_no)
                 if not skip:
-                    result.error = (line_no, message, None)
+                    result.error = (line_no, err.message, err.hint)
                     break
-                result.rejects.append((line_no, message, None, _text(line)))
+                result.rejects.append((line_no, err.message, err.hint, _text(line)))
                 continue
         result.records += 1
         if type(event) is not dict and not (event is None and tombstones):
