@@ -169,15 +169,14 @@ def command(
     the changed old values: the rest is taken from the new row); a delete -D(old row). Tombstones,
     DDL and bootstrap markers are skipped and counted.
 
-    [bold]Examples[/]
+    **Examples**
 
-      cdc decode samples/canal-products.jsonl -f print
-
-      cdc decode samples/maxwell-products.jsonl --metadata table --stats
-
-      cdc decode samples/ogg-products.jsonl --key id | cdc materialize --key id
-
-      cdc decode samples/mysql-inventory.jsonl --envelope debezium --print-sql
+    ```
+    cdc decode samples/canal-products.jsonl -f print
+    cdc decode samples/maxwell-products.jsonl --metadata table --stats
+    cdc decode samples/ogg-products.jsonl --key ID | cdc materialize --key ID
+    cdc decode samples/mysql-inventory.jsonl -e debezium --print-sql
+    ```
     """
     decode(
         common,

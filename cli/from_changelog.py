@@ -91,16 +91,16 @@ def command(
     Each row's code is mapped to a row kind; the op column is removed and the kind column
     (+I -U +U -D) is written first. NULL and unknown codes fail with FILE:LINE, or are skipped.
 
-    [bold]Examples[/]
+    **Examples**
 
-      cdc from-changelog samples/orders-ops.csv -f print
-
-      cdc from-changelog samples/flat-cdc.jsonl --preset debezium --key id
-
-      cdc from-changelog samples/delta-cdf-orders.csv --preset delta-cdf | cdc materialize --key order_id
-
-      cdc from-changelog samples/flat-cdc.jsonl --op __op -m 'c, r=INSERT' \\
-        -m u=UPDATE_AFTER -m d=DELETE --key id
+    ```
+    cdc from-changelog samples/orders-ops.csv -f print
+    cdc from-changelog samples/flat-cdc.jsonl --preset debezium --key id
+    cdc from-changelog samples/delta-cdf-orders.csv --preset delta-cdf \\
+      | cdc materialize --key order_id
+    cdc from-changelog samples/flat-cdc.jsonl --op __op \\
+      -m 'c, r=INSERT' -m u=UPDATE_AFTER -m d=DELETE --key id
+    ```
     """
     commits = None if commit_columns is None else o.split_list(commit_columns)
     spec = from_changelog_spec(

@@ -48,14 +48,15 @@ def command(
     Output is \\[op, all input columns]. With --op-mapping only the mapped kinds are written, so a
     mapping is also a filter: the deletion-flag pattern below drops -U rows.
 
-    [bold]Examples[/]
+    **Examples**
 
-      cdc to-changelog samples/product-prices.jsonl --op deleted \\
-        -m 'INSERT, UPDATE_AFTER=false' -m 'DELETE=true'
-
-      cdc from-changelog samples/orders-ops.csv | cdc to-changelog --preset delta-cdf -o /tmp/cdf.parquet
-
-      cdc to-changelog --input-format debezium samples/mysql-inventory.jsonl -f csv
+    ```
+    cdc to-changelog samples/product-prices.jsonl --op deleted \\
+      -m 'INSERT, UPDATE_AFTER=false' -m 'DELETE=true'
+    cdc from-changelog samples/orders-ops.csv \\
+      | cdc to-changelog --preset delta-cdf -o /tmp/cdf.parquet
+    cdc to-changelog -i debezium samples/mysql-inventory.jsonl -f csv
+    ```
     """
     spec = to_changelog_spec(op, op_mapping or (), preset, drop or (), kind_column)
     if common.print_sql:
