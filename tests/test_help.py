@@ -17,7 +17,9 @@ from cdc.cli.app import COMMANDS
 
 def help_text(command: str, columns: int) -> str:
     env = {**os.environ, "COLUMNS": str(columns)}
-    return subprocess.run([sys.executable, "-m", "cdc", command, "--help"], capture_output=True, env=env).stdout.decode()
+    return subprocess.run(
+        [sys.executable, "-m", "cdc", command, "--help"], capture_output=True, env=env
+    ).stdout.decode()
 
 
 def examples(command: str) -> list[str]:
