@@ -9,7 +9,6 @@ from typing import Annotated
 import typer
 
 from cdc.cli import options as o
-from cdc.cli.print_sql import print_decode_sql
 from cdc.cli.running import run
 from cdc.core.specs import DecodeSpec
 
@@ -135,6 +134,8 @@ def decode(
         bootstrap=bootstrap.value,
     )
     if common.print_sql:
+        from cdc.cli.print_sql import print_decode_sql
+
         print_decode_sql(common, spec)
         return
     run(common, spec, command)

@@ -7,7 +7,6 @@ from typing import Annotated
 import typer
 
 from cdc.cli import options as o
-from cdc.cli.print_sql import print_from_changelog_sql
 from cdc.cli.running import run
 from cdc.core.convert import from_changelog_spec
 from cdc.core.presets import PRESETS
@@ -107,6 +106,8 @@ def command(
         op, op_mapping or (), preset, o.split_list(key), drop or (), kind_column, commits, drop_commit_columns
     )
     if common.print_sql:
+        from cdc.cli.print_sql import print_from_changelog_sql
+
         print_from_changelog_sql(common, spec)
         return
     run(common, spec, "from-changelog")

@@ -8,7 +8,6 @@ import typer
 
 from cdc.cli import options as o
 from cdc.cli.from_changelog import MAPPING_PANEL, Drop, Preset
-from cdc.cli.print_sql import print_to_changelog_sql
 from cdc.cli.running import run
 from cdc.core.convert import to_changelog_spec
 
@@ -60,6 +59,8 @@ def command(
     """
     spec = to_changelog_spec(op, op_mapping or (), preset, drop or (), kind_column)
     if common.print_sql:
+        from cdc.cli.print_sql import print_to_changelog_sql
+
         print_to_changelog_sql(common, spec)
         return
     run(common, spec, "to-changelog")
