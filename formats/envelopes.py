@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any, BinaryIO
 
 from cdc.core.envelopes.base import EnvelopeOptions
-from cdc.core.envelopes.recognise import check_envelope, choose_envelope
+from cdc.core.envelopes.detect import check_envelope, choose_envelope
 from cdc.core.errors import InputError
 from cdc.core.model import Reject, Row
 from cdc.core.specs import DecodeSpec

@@ -23,13 +23,13 @@ _WHERE = {
     "ImageTexts": "images",
     "LiveRows": "images",
     "TableRows": "images",
-    "ENVELOPES": "recognise",
-    "LABELS": "recognise",
-    "check_envelope": "recognise",
-    "choose_envelope": "recognise",
-    "envelope_message": "recognise",
-    "looks_like_envelope": "recognise",
-    "recognise": "recognise",
+    "ENVELOPES": "detect",
+    "LABELS": "detect",
+    "check_envelope": "detect",
+    "choose_envelope": "detect",
+    "envelope_message": "detect",
+    "looks_like_envelope": "detect",
+    "recognise": "detect",
 }
 __all__ = sorted(_WHERE)
 

@@ -6,9 +6,9 @@ from collections import Counter
 
 from cdc.core.envelopes.base import EnvelopeDecoder, EnvelopeOptions, metadata_column
 from cdc.core.envelopes.canal import CanalDecoder
+from cdc.core.envelopes.detect import LABELS
 from cdc.core.envelopes.maxwell import MaxwellDecoder
 from cdc.core.envelopes.ogg import OggDecoder
-from cdc.core.envelopes.recognise import LABELS
 from cdc.core.errors import UsageError
 
 DECODERS: dict[str, type[EnvelopeDecoder]] = {
