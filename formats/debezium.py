@@ -16,9 +16,9 @@ from typing import Any, BinaryIO
 import orjson
 
 from cdc.core.envelopes.detect import check_envelope
+from cdc.core.envelopes.images import ImageTexts, LiveRows
 from cdc.core.errors import InputError, Location, UsageError
 from cdc.core.model import Reject, Row
-from cdc.core.rowstore import KeyedRows, MultisetRows
 from cdc.core.specs import DecodeSpec, EncodeSpec
 from cdc.core.stats import Counts
 from cdc.formats.base import RowReader
@@ -128,8 +128,9 @@ class DebeziumDecoder:
         self.metadata = parse_metadata(opts.metadata)
         self.counts = counts if counts is not None else Counts()
         self._converters: dict[bytes, dict[str, Converter]] = {}
-        self.keyed = KeyedRows(opts.key) if opts.key else None
-        self.multiset = MultisetRows() if opts.on_truncate == "delete" and not opts.key else None
+        # The live rows that complete partial images (--key) and make a truncate into -Ds.
+        self.live = LiveRows(opts.key, ImageTexts(REPLICA_CAUSE, REPLICA_HINT), UNAVAILABLE, empty_is_missing=False)
+        self.tracking = bool(opts.key) or opts.on_truncate == "delete"
         self.saw_envelope = False  # a {"schema", "payload"} line was seen (for --print-sql)
         self._decimals: dict[str, tuple[int, int]] = {}  # column → (precision, scale) from the schema
         self._deleted: tuple[Any, Row] | None = None  # (transaction, row) of the last event, a d
@@ -152,7 +153,7 @@ class DebeziumDecoder:
     @property
     def stateless(self) -> bool:
         """Without a key or truncate-deletes every event decodes on its own (parallel-safe)."""
-        return self.keyed is None and self.multiset is None
+        return not self.tracking
 
     def decode(self, event: Row | None, raw: bytes = b"") -> list[Row]:
         try:
@@ -256,78 +257,28 @@ class DebeziumDecoder:
         if op == "u":
             if not isinstance(after, dict):
                 raise InputError(f"the 'after' field of an UPDATE event is {_what(after)}; expected the new row")
-            before = self._before_image(before, after, "UPDATE")
+            before = self.live.complete_before(before, after, "UPDATE")
             return self._emit([("-U", before), ("+U", after)], payload, schema)
         if op == "d":
-            before = self._before_image(before, None, "DELETE")
+            before = self.live.complete_before(before, None, "DELETE")
             return self._emit([("-D", before)], payload, schema)
         raise InputError(f"unknown Debezium op {op!r}; expected c, r, u, d, t or m")
-
-    def _before_image(self, before: Any, after: Row | None, what: str) -> Row:
-        """The full before image: as sent, or rebuilt from state when it is missing or partial."""
-        partial = self._partial(before, after)
-        keyed = self.keyed
-        if not partial:
-            if keyed is not None and after is None:
-                # A DEFAULT-identity delete sends the key, and nulls or a type's zero (0, "", AA==)
-                # for the other columns: the row deleted is the one stored for the key.
-                stored = keyed.get(keyed.key_of(before))
-                if stored is not None:
-                    return stored
-            return before  # type: ignore[no-any-return]
-        if keyed is None:
-            if before is None:
-                raise InputError(f'the "before" field of {what} message is null; {REPLICA_CAUSE}', hint=REPLICA_HINT)
-            missing = ", ".join(partial)
-            raise InputError(
-                f'the "before" field of {what} message is incomplete (missing {missing}); {REPLICA_CAUSE}',
-                hint=REPLICA_HINT,
-            )
-        # A Debezium u never changes the key (a key change arrives as d + c): an update whose
-        # before image lacks it finds it in the after image.
-        source = before if _has_key(before, keyed.columns) else after if _has_key(after, keyed.columns) else None
-        if source is None:
-            raise InputError(
-                f"{what} message names no key: 'before' is {_what(before)} and the key column(s) "
-                f"{', '.join(keyed.columns)} cannot be found"
-            )
-        stored = keyed.get(keyed.key_of(source))
-        if stored is None:
-            raise InputError(f"{what} of a key never seen before: cannot rebuild its before image")
-        if isinstance(before, dict):  # keep what was sent, fill the gaps from state
-            return {c: (stored.get(c) if (c not in before or before[c] == UNAVAILABLE) else before[c]) for c in stored}
-        return stored
-
-    def _partial(self, before: Any, after: Row | None) -> list[str]:
-        """Why a before image cannot be used as sent (empty when it is complete)."""
-        if not isinstance(before, dict):
-            return ["all columns"]
-        if after is not None and before.keys() >= after.keys() and UNAVAILABLE not in before.values():
-            return []  # the common case, decided in C
-        # An update's before must have the after's columns; a delete's is checked against the
-        # row stored for its key (a dump may mix tables, so there is no global column set).
-        reference: Iterable[str] = after if after is not None else self._stored_columns(before)
-        missing = [c for c in reference if c not in before]
-        missing += [c for c, v in before.items() if v == UNAVAILABLE]
-        return missing
-
-    def _stored_columns(self, before: Row) -> Iterable[str]:
-        keyed = self.keyed
-        if keyed is None or not all(c in before for c in keyed.columns):
-            return ()
-        stored = keyed.get(keyed.key_of(before))
-        return stored if stored is not None else ()
 
     def _emit(self, images: list[tuple[str, Row]], payload: Row, schema: Any) -> list[Row]:
         opts = self.options
         kc = opts.kind_column
         meta = self._metadata(payload, schema) if self.metadata else None
         by_kind = self.counts.by_kind
-        stateful = self.keyed is not None or self.multiset is not None
+        tracking = self.tracking
         rows = []
         for kind, image in images:
             if (kind == "+I" or kind == "+U") and UNAVAILABLE in image.values():
-                image = self._fill_unavailable(image, payload)
+                # TOAST: an unchanged value Debezium could not read comes from state, never out.
+                # A primary-key change is a d of the old key and a c of the new one in the same
+                # transaction: the c's placeholders come from the row that d removed.
+                deleted = self._deleted
+                fallback = deleted[1] if deleted is not None and deleted[0] == _transaction_of(payload) else None
+                image = self.live.complete_after(image, fallback=fallback)
             if kc in image:
                 raise InputError(
                     f"column {kc!r} collides with the kind column",
@@ -338,49 +289,11 @@ class DebeziumDecoder:
                 row.update(meta)
             rows.append(row)
             by_kind[kind] += 1
-            if stateful:
-                self._track(kind, image)
-        if self.keyed is not None:  # a d just before a c of its transaction may be a key change
+            if tracking:
+                self.live.track(kind, image)
+        if self.live.keyed is not None:  # a d just before a c of its transaction may be a key change
             self._deleted = (_transaction_of(payload), images[0][1]) if images[0][0] == "-D" else None
         return rows
-
-    def _fill_unavailable(self, image: Row, payload: Row) -> Row:
-        """TOAST: an unchanged value Debezium could not read is taken from state, never written.
-
-        A primary-key change arrives as a ``d`` of the old key and a ``c`` of the new one in the
-        same transaction; the ``c``'s placeholders come from the row that ``d`` removed.
-        """
-        if UNAVAILABLE not in image.values():
-            return image
-        gaps = [c for c, v in image.items() if v == UNAVAILABLE]
-        keyed = self.keyed
-        stored = keyed.get(keyed.key_of(image)) if keyed is not None else None
-        if stored is None and self._deleted is not None and self._deleted[0] == _transaction_of(payload):
-            stored = self._deleted[1]
-        if stored is None:
-            if keyed is None:
-                hint = "give --key COLS to fill them from the last row seen, or set REPLICA IDENTITY FULL"
-            else:
-                hint = "this key was never seen, and no row of the same transaction was deleted before it"
-            raise InputError(
-                f"column(s) {', '.join(gaps)} hold Debezium's placeholder {UNAVAILABLE!r} (an unchanged TOAST value)",
-                hint=hint,
-            )
-        return {c: (stored.get(c) if v == UNAVAILABLE else v) for c, v in image.items()}
-
-    def _track(self, kind: str, image: Row) -> None:
-        keyed = self.keyed
-        if keyed is not None:
-            key = keyed.key_of(image)
-            if kind in ("+I", "+U"):
-                keyed.put(key, image)
-            elif kind == "-D":
-                keyed.pop(key)
-        elif self.multiset is not None:
-            if kind in ("+I", "+U"):
-                self.multiset.add(image)
-            else:
-                self.multiset.remove(image)
 
     def _truncate(self) -> list[Row]:
         mode = self.options.on_truncate
@@ -392,14 +305,9 @@ class DebeziumDecoder:
                 "a truncate event ('t'): the table was emptied, which no row-level change can say",
                 hint="--on-truncate skip ignores it; --on-truncate delete emits -D for every live row",
             )
-        live = list(self.keyed.values()) if self.keyed is not None else list(self.multiset.values())  # type: ignore[union-attr]
         self.counts.notes["truncates"] += 1
-        rows = [{self.options.kind_column: "-D", **image} for image in live]
+        rows = [{self.options.kind_column: "-D", **image} for image in self.live.truncate()]
         self.counts.by_kind["-D"] += len(rows)
-        if self.keyed is not None:
-            self.keyed.rows.clear()
-        else:
-            self.multiset.rows.clear()  # type: ignore[union-attr]
         return rows
 
     # -- schema-driven values ----------------------------------------------------------------
@@ -459,10 +367,6 @@ def _transaction_of(payload: Row) -> Any:
             return ("binlog", source.get("file"), source.get("pos"))
     transaction = payload.get("transaction")
     return ("id", transaction.get("id")) if isinstance(transaction, dict) else None
-
-
-def _has_key(image: Any, columns: Sequence[str]) -> bool:
-    return isinstance(image, dict) and all(image.get(c) is not None for c in columns)
 
 
 def _what(value: Any) -> str:

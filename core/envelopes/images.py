@@ -43,8 +43,17 @@ class LiveRows:
     ``__debezium_unavailable_value``); such a column is filled from the stored row like a missing one.
     """
 
-    def __init__(self, key: Sequence[str] = (), texts: ImageTexts | None = None, placeholder: str | None = None):
+    def __init__(
+        self,
+        key: Sequence[str] = (),
+        texts: ImageTexts | None = None,
+        placeholder: str | None = None,
+        empty_is_missing: bool = True,
+    ):
         self.key = tuple(key)
+        # GoldenGate sends "before": {} for an image it did not log (FLINK-32712); to Debezium an
+        # empty object is an image of no columns, complete when the after image has none either.
+        self.empty_is_missing = empty_is_missing
         self.keyed: KeyedRows | None = KeyedRows(self.key) if self.key else None
         self.multiset: MultisetRows | None = None if self.key else MultisetRows()
         self.texts = texts or ImageTexts("the source sent no full before image", "give --key COLS")
@@ -61,7 +70,7 @@ class LiveRows:
         if keyed is not None:
             if kind == "+I" or kind == "+U":
                 keyed.put(keyed.key_of(image), image)
-            else:
+            elif kind == "-D":  # a -U keeps its key's place for the +U that follows
                 keyed.pop(keyed.key_of(image))
         elif self.multiset is not None:
             if kind == "+I" or kind == "+U":
@@ -96,7 +105,7 @@ class LiveRows:
         of the row stored for the key; a delete's is checked against the stored row (a stream
         may mix tables, so there is no global column list). A placeholder value counts as missing.
         """
-        if not isinstance(before, dict) or not before:
+        if not isinstance(before, dict) or (not before and self.empty_is_missing):
             return ["all columns"]
         placeholder = self.placeholder
         keyed = self.keyed
@@ -130,18 +139,20 @@ class LiveRows:
         keyed = self.keyed
         if not gaps:
             if keyed is not None and after is None:
-                # A key-only delete (the other columns null): the stored row is the real image.
+                # A delete names its row by the key; the rest of the image may be nulls or a
+                # type's zero (Debezium under REPLICA IDENTITY DEFAULT sends 0, "", AA== for NOT
+                # NULL columns). The row deleted is the one stored for the key.
                 stored = self.stored(before)
-                if stored is not None and all(v is None or stored.get(c) == v for c, v in before.items()):
+                if stored is not None:
                     return stored
             return before  # type: ignore[no-any-return]
         texts = self.texts
         if keyed is None:
             if not isinstance(before, dict) or not before:
                 shown = "empty" if isinstance(before, dict) else what_is(before)
-                raise InputError(f'the "before" image of {what} message is {shown}; {texts.cause}', hint=texts.hint)
+                raise InputError(f'the "before" field of {what} message is {shown}; {texts.cause}', hint=texts.hint)
             raise InputError(
-                f'the "before" image of {what} message is incomplete (missing {", ".join(gaps)}); {texts.cause}',
+                f'the "before" field of {what} message is incomplete (missing {", ".join(gaps)}); {texts.cause}',
                 hint=texts.hint,
             )
         source = self._key_source(before, after, keyed.columns)
@@ -177,18 +188,24 @@ class LiveRows:
                 return image
         return None
 
-    def complete_after(self, after: Row, before: Row | None = None) -> Row:
+    def complete_after(self, after: Row, before: Row | None = None, fallback: Row | None = None) -> Row:
         """An after image with the columns it left out (unchanged ones) taken from ``before`` or
-        from the stored row; placeholders are filled the same way. Returned as is when nothing
-        is missing or nothing is known."""
+        from the stored row — or, for a key that is new, from ``fallback`` (the row a key change
+        removed); placeholders are filled the same way. Returned as is when nothing is missing
+        or nothing is known."""
         placeholder = self.placeholder
         base = before if before else self.stored(after)
         if base is None:
+            base = fallback
+        if base is None:
             if placeholder is not None and placeholder in after.values():
                 gaps = [c for c, v in after.items() if v == placeholder]
+                hint = self.texts.hint
+                if self.keyed is not None:
+                    hint = "this key was never seen, and no row of the same transaction was deleted before it"
                 raise InputError(
                     f"column(s) {', '.join(gaps)} hold the placeholder {placeholder!r} (an unchanged value not sent)",
-                    hint=self.texts.hint,
+                    hint=hint,
                 )
             return after
         if after.keys() >= base.keys() and (placeholder is None or placeholder not in after.values()):
