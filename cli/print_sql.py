@@ -7,7 +7,15 @@ from itertools import islice
 from typing import Any
 
 from cdc.cli.options import Common
-from cdc.core.flinksql import Source, debezium_sql, from_changelog_sql, infer_columns, to_changelog_sql
+from cdc.core.flinksql import (
+    TOAST_PLACEHOLDER,
+    DebeziumInfo,
+    Source,
+    debezium_sql,
+    from_changelog_sql,
+    infer_columns,
+    to_changelog_sql,
+)
 from cdc.core.model import OnError
 from cdc.core.specs import DecodeSpec, FromChangelogSpec, ToChangelogSpec
 from cdc.core.stats import Counts
@@ -36,6 +44,11 @@ def columns_of(rows: list[dict[str, Any]], source: Source) -> dict[str, str]:
     return infer_columns(rows, text_only=source.fmt in ("csv", "tsv"))
 
 
+def empty_strings(rows: list[dict[str, Any]], source: Source) -> bool:
+    """CSV: a quoted empty field ("" → empty string) among the sampled rows."""
+    return source.fmt in ("csv", "tsv") and any(v == "" for r in rows for v in r.values())
+
+
 def emit(sql: str) -> None:
     sys.stdout.write(sql)
     sys.stdout.flush()
@@ -58,47 +71,114 @@ def print_from_changelog_sql(common: Common, spec: FromChangelogSpec) -> None:
             spec.keys,
             common.on_error == OnError.skip,
             spec.drop,
+            empty_strings=empty_strings(rows, source),
         )
     )
 
 
 def print_to_changelog_sql(common: Common, spec: ToChangelogSpec) -> None:
-    job, rows = sample(_job(common, spec))
+    job = resolve(_job(common, spec).with_(inputs=tuple(common.inputs[:1])))
     source = _source(job)
+    info = None
     if source.fmt == "debezium":
-        rows = [{k: v for k, v in r.items() if k != spec.kind_column} for r in rows]
+        types, info = debezium_sample(common, DecodeSpec(kind_column=spec.kind_column))
+    else:
+        job, rows = sample(job)
+        types = columns_of(rows, source)
     emit(
         to_changelog_sql(
             "cdc to-changelog",
             source,
-            columns_of(rows, source),
+            types,
             spec.kind_column,
             spec.op_column,
             spec.mapping,
             spec.drop,
+            empty_strings=info is None and empty_strings(rows, source),
+            debezium=info,
         )
     )
 
 
-def print_decode_sql(common: Common, spec: DecodeSpec) -> None:
+def debezium_sample(common: Common, spec: DecodeSpec) -> tuple[dict[str, str], DebeziumInfo]:
+    """The first events of a Debezium input: image column types as cdc decodes them, and what
+    Flink's debezium-json would meet (schema envelope, logical types, ``null`` lines, TOAST)."""
     from cdc.formats.debezium import DebeziumDecoder
     from cdc.formats.registry import open_inputs
 
-    quiet = DecodeSpec(schema_include=spec.schema_include, raw_values=spec.raw_values, on_truncate="skip")
-    job = resolve(_job(common, quiet).with_(inputs=tuple(common.inputs[:1])))
-    decoder = DebeziumDecoder(quiet)  # kept: it tells whether the events came in an envelope
-    reader = open_inputs(job.inputs, job.formats, _ignore, None, {"debezium": decoder.reader})
-    rows = list(islice(iter(reader), SAMPLE_ROWS))
-    images = [{k: v for k, v in r.items() if k != quiet.kind_column} for r in rows]
+    job = resolve(_job(common, spec).with_(inputs=tuple(common.inputs[:1]), input_format="debezium"))
     source = Source(job.inputs[0], "debezium")
+
+    def read(raw: bool) -> tuple[list[dict[str, Any]], bool]:
+        quiet = DecodeSpec(
+            kind_column=spec.kind_column, schema_include=spec.schema_include, raw_values=raw, on_truncate="skip"
+        )
+        decoder = DebeziumDecoder(quiet)  # kept: it tells whether the events came in an envelope
+        reader = open_inputs(job.inputs, job.formats, _ignore, None, {"debezium": decoder.reader})
+        rows = list(islice(iter(reader), SAMPLE_ROWS))
+        images = [{k: v for k, v in r.items() if k != quiet.kind_column} for r in rows]
+        return images, spec.schema_include == "true" or decoder.saw_envelope
+
+    images, enveloped = read(spec.raw_values)
+    raw_images, _ = read(True)
+    scan = scan_events(job.inputs[0], spec.schema_include) if job.inputs[0] != "-" else {}
+    info = DebeziumInfo(
+        schema_include=enveloped,
+        raw_columns=columns_of(raw_images, source),
+        text_tombstones=scan.get("tombstones", False),
+        toast=scan.get("toast", False),
+        null_before=scan.get("null_before", False),
+        partial_before=scan.get("partial_before", False),
+    )
+    return columns_of(images, source), info
+
+
+def scan_events(path: str, schema_include: str = "auto") -> dict[str, bool]:
+    """The first lines of a Debezium file as sent: ``null`` lines, updates and deletes without a
+    before image or with columns missing from it, TOAST placeholders."""
+    import json
+
+    seen = {"tombstones": False, "toast": False, "null_before": False, "partial_before": False}
+    columns: set[str] = set()
+    with open(path, "rb") as f:
+        for line in islice(f, SAMPLE_ROWS * 2):
+            text = line.strip()
+            if text == b"null":
+                seen["tombstones"] = True
+            try:
+                event = json.loads(text) if text else None
+            except ValueError:
+                continue
+            if not isinstance(event, dict):
+                continue
+            payload = event.get("payload") if schema_include == "true" or "payload" in event else event
+            if not isinstance(payload, dict):
+                continue
+            before, after = payload.get("before"), payload.get("after")
+            for image in (before, after):
+                if isinstance(image, dict):
+                    seen["toast"] |= TOAST_PLACEHOLDER in image.values()
+            if isinstance(after, dict):
+                columns |= after.keys()
+            if payload.get("op") in ("u", "d"):
+                if not isinstance(before, dict):
+                    seen["null_before"] = True
+                elif not before.keys() >= columns:
+                    seen["partial_before"] = True
+    return seen
+
+
+def print_decode_sql(common: Common, spec: DecodeSpec) -> None:
+    columns, info = debezium_sample(common, spec)
     emit(
         debezium_sql(
             "cdc debezium-decode",
-            source,
-            columns_of(images, source),
-            spec.schema_include == "true" or decoder.saw_envelope,
+            Source(common.inputs[0] if common.inputs else "-", "debezium"),
+            columns,
+            info.schema_include,
             list(spec.metadata),
             common.on_error == OnError.skip,
             spec.key,
+            info=info,
         )
     )
