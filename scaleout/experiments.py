@@ -29,6 +29,9 @@ OPS = "\n".join(
 )
 (TMP / "ops.jsonl").write_text(OPS + "\n")
 (TMP / "ops-good.jsonl").write_text("\n".join(OPS.splitlines()[:4]) + "\n")
+(TMP / "plans.jsonl").write_text(
+    '{"id": 1, "op": "c", "plan": "free"}\n{"id": 2, "op": "c", "plan": "free"}\n{"id": 1, "op": "u", "plan": "pro"}\n'
+)
 (TMP / "h.csv").write_text('id,name,op\n1,a,INSERT\n2,,INSERT\n3,"",INSERT\n')
 
 STREAM = "SET 'execution.runtime-mode' = 'streaming';\n"
@@ -55,6 +58,11 @@ EXPERIMENTS: dict[str, str] = {
     f"op_mapping => {MAPPING});",
     "partition_by_retract": STREAM + OPS_T + "SELECT * FROM FROM_CHANGELOG(input => TABLE src PARTITION BY id, "
     "op_mapping => MAP['c, r', 'INSERT', 'ub', 'UPDATE_BEFORE', 'u', 'UPDATE_AFTER', 'd', 'DELETE']);",
+    "upsert_as_retract": STREAM
+    + table("src", "id BIGINT, op STRING, plan STRING", TMP / "plans.jsonl")
+    + "CREATE TEMPORARY VIEW v AS SELECT * FROM FROM_CHANGELOG(input => TABLE src, op_mapping => "
+    "MAP['c', 'INSERT', 'never', 'UPDATE_BEFORE', 'u', 'UPDATE_AFTER', 'd', 'DELETE']);\n"
+    "SELECT plan, COUNT(*) AS users FROM v GROUP BY plan;",
     # 2. error_handling
     "bogus_arg": STREAM + OPS_T + "SELECT * FROM FROM_CHANGELOG(input => TABLE src, bogus_arg => 42, "
     "op_mapping => MAP['c, r', 'INSERT', 'ub', 'UPDATE_BEFORE', 'u', 'UPDATE_AFTER', 'd', 'DELETE']);",

@@ -90,6 +90,21 @@ def _env(conf: dict[str, str], jars: list[str]) -> Any:
     return TableEnvironment.create(settings)
 
 
+def _collectable(env: Any, query: str) -> str:
+    """PyFlink's collect() cannot hand TIMESTAMP_LTZ values to Python (a PickleException on
+    java.time.Instant): such columns are collected as the text the SQL client shows (CAST AS
+    STRING, in the session time zone). Nothing else of the query changes."""
+    schema = env.sql_query(query).get_schema()
+    names, types = schema.get_field_names(), [str(t) for t in schema.get_field_data_types()]
+    if not any("LOCALZONEDTIMESTAMP" in t.upper() for t in types):
+        return query
+    items = [
+        f"CAST(`{n}` AS STRING) AS `{n}`" if ("LOCALZONEDTIMESTAMP" in t.upper()) else f"`{n}`"
+        for n, t in zip(names, types, strict=True)
+    ]
+    return f"SELECT {', '.join(items)} FROM (\n{query}\n)"
+
+
 def _collect(result: Any, columns: list[str], out: Outcome, idle: float, limit: float, expect: int | None) -> None:
     """Collect rows with their kinds; a job that does not end (Kafka) is cancelled once it has
     sent ``expect`` rows (or any, when None) and then nothing for ``idle`` seconds."""
@@ -155,8 +170,10 @@ def run_script(
                 continue
             if env is None:
                 env = _env(conf, jars or [])
-            result = env.execute_sql(statement)
             head = statement.lstrip().split(None, 1)[0].upper()
+            if head in ("SELECT", "WITH"):
+                statement = _collectable(env, statement)
+            result = env.execute_sql(statement)
             if head in ("SELECT", "WITH"):
                 out.columns = list(result.get_table_schema().get_field_names())
                 _collect(result, out.columns, out, idle, limit, expect)
