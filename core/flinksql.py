@@ -564,7 +564,8 @@ class DebeziumInfo:
     - ``toast``: an image holds ``__debezium_unavailable_value`` (cdc fills it from state);
     - ``null_before``: an update or delete without a before image (Flink fails, also with a key);
     - ``partial_before``: a before image without some columns (cdc fails unless ``--key``; Flink
-      emits it with nulls).
+      emits it with nulls);
+    - ``raw_values``: cdc writes values as sent (``--raw-values``), metadata times as epoch millis.
     """
 
     schema_include: bool = False
@@ -573,6 +574,7 @@ class DebeziumInfo:
     toast: bool = False
     null_before: bool = False
     partial_before: bool = False
+    raw_values: bool = False  # cdc keeps values as sent (--raw-values), timestamps as epoch millis
 
 
 def _check_decoded_types(columns: Mapping[str, str], raw: Mapping[str, str] | None) -> None:
@@ -657,6 +659,12 @@ def envelope_table(
     for k, column in metadata:
         if k not in available:
             raise UsageError(f"{fmt} has no metadata {k!r}; it has " + ", ".join(available))
+        if info.raw_values and available[k].startswith("TIMESTAMP"):
+            raise UsageError(
+                f"--raw-values writes metadata {k!r} as the epoch milliseconds sent; Flink's {fmt} gives it as "
+                f"{available[k]}",
+                hint="leave out --raw-values for this metadata, or read the raw number from the event yourself",
+            )
         extra.append(f"{ident(column)} {available[k]} METADATA FROM {literal('value.' + k)} VIRTUAL")
         if available[k].startswith("TIMESTAMP_LTZ"):
             script.settings["table.local-time-zone"] = "UTC"

@@ -73,6 +73,15 @@ def test_debezium_metadata_from_kafka_sets_utc() -> None:
     assert "SELECT `id`, `ts` FROM `cdc_input`;" in sql
 
 
+def test_raw_values_refuse_timestamp_metadata() -> None:
+    source = fs.Source("-", "debezium", connector="kafka", topic="t", bootstrap_servers="h:9092")
+    info = fs.DebeziumInfo(raw_values=True)
+    with pytest.raises(UsageError, match="epoch milliseconds"):
+        fs.debezium_sql("cdc", source, {"id": "BIGINT"}, False, [("source.timestamp", "ts")], info=info)
+    sql = fs.debezium_sql("cdc", source, {"id": "BIGINT"}, False, [("source.table", "tbl")], info=info)
+    assert "`tbl` STRING METADATA FROM 'value.source.table' VIRTUAL" in sql
+
+
 def test_debezium_key_normalizes_by_primary_key() -> None:
     sql = fs.debezium_sql("cdc", FILE.__class__("/x.jsonl", "debezium"), {"id": "BIGINT"}, False, key=["id"])
     assert "PRIMARY KEY (`id`) NOT ENFORCED" in sql
