@@ -129,7 +129,7 @@ def debezium_sample(common: Common, spec: DecodeSpec) -> tuple[dict[str, str], D
         toast=scan.get("toast", False),
         null_before=scan.get("null_before", False),
         partial_before=scan.get("partial_before", False),
-        raw_values=raw_values,
+        raw_values=spec.raw_values,
     )
     return columns_of(images, source), info
 

@@ -588,13 +588,13 @@ def _check_decoded_types(columns: Mapping[str, str], raw: Mapping[str, str] | No
             raise UsageError(
                 f"column {name!r} is a Kafka Connect Decimal (base64 bytes): cdc decodes it, Flink's debezium-json "
                 "cannot ('Character A is neither a decimal digit number…')",
-                hint="configure Debezium with decimal.handling.mode=string (or double), or print the SQL for the raw "
-                "values with --raw-values",
+                hint="configure Debezium with decimal.handling.mode=string (or double), or keep the values as sent "
+                "(debezium-decode --raw-values)",
             )
         raise UsageError(
             f"column {name!r} carries a Debezium logical type ({sent} as sent, {decoded} decoded): cdc decodes it, "
             "Flink's debezium-json reads only the value as sent",
-            hint="print the SQL for the values as sent with --raw-values, or configure Debezium's "
+            hint="keep the values as sent (debezium-decode --raw-values), or configure Debezium's "
             "time.precision.mode / decimal.handling.mode to send strings",
         )
 

@@ -125,10 +125,15 @@ def _lines(path: Path) -> list[str]:
 def kafka_cases(work: Path) -> list[Any]:
     from flink_check import Case
 
-    from cdc.cli.print_sql import columns_of, debezium_sample, sample
+    from cdc.cli.options import Common
+    from cdc.cli.print_sql import debezium_sample
     from cdc.core import flinksql as fs
     from cdc.core.mapping import parse_from_mapping, parse_to_mapping
-    from cdc.formats.registry import input_format
+    from cdc.core.specs import DecodeSpec
+
+    def types_of(path: Path) -> dict[str, str]:
+        """Column types from the first rows, as --print-sql infers them."""
+        return fs.infer_columns(json.loads(line) for line in _lines(path)[:100])
 
     def kafka_source(broker: Any, topic: str, fmt: str, key: list[str] | None = None) -> fs.Source:
         connector = "upsert-kafka" if key else "kafka"
@@ -140,8 +145,7 @@ def kafka_cases(work: Path) -> list[Any]:
     def from_changelog(broker: Any) -> str:
         case = ORACLE / "from_custom_0" / "input.jsonl"
         broker.produce("from_custom_0", plain(case))
-        src = fs.Source(str(case), input_format(str(case), None) or "jsonl")
-        types = columns_of(sample([str(case)], None), src)
+        types = types_of(case)
         mapping = parse_from_mapping(["c, r=INSERT", "ub=UPDATE_BEFORE", "ua=UPDATE_AFTER", "d=DELETE"])
         return fs.from_changelog_sql(
             "cdc from-changelog", kafka_source(broker, "from_custom_0", "jsonl"), types, "operation", mapping
@@ -150,8 +154,7 @@ def kafka_cases(work: Path) -> list[Any]:
     def to_changelog(broker: Any) -> str:
         case = ORACLE / "to_delflag" / "input.jsonl"
         broker.produce("to_delflag", plain(case))
-        src = fs.Source(str(case), "jsonl")
-        types = columns_of(sample([str(case)], None), src)
+        types = types_of(case)
         mapping = parse_to_mapping(["INSERT, UPDATE_AFTER=false", "DELETE=true"])
         return fs.to_changelog_sql(
             "cdc to-changelog", kafka_source(broker, "to_delflag", "jsonl"), types, "op", "deleted", mapping
@@ -160,7 +163,7 @@ def kafka_cases(work: Path) -> list[Any]:
     def debezium(broker: Any) -> str:
         path = SAMPLES / "mysql-inventory.jsonl"
         broker.produce("inventory", plain(path))  # the 'null' line becomes a real tombstone
-        types, info = debezium_sample([str(path)], raw_values=True)
+        types, info = debezium_sample(Common(inputs=[str(path)]), DecodeSpec(raw_values=True))
         return fs.debezium_sql(
             "cdc debezium-decode",
             kafka_source(broker, "inventory", "debezium"),
@@ -173,7 +176,7 @@ def kafka_cases(work: Path) -> list[Any]:
     def debezium_times(broker: Any) -> str:
         path = ORACLE / "dbz_0" / "input.jsonl"
         broker.produce("dbz_0", plain(path))
-        types, info = debezium_sample([str(path)])
+        types, info = debezium_sample(Common(inputs=[str(path)]), DecodeSpec())
         metadata = [("ingestion-timestamp", "ingestion_timestamp"), ("source.timestamp", "sts")]
         return fs.debezium_sql(
             "cdc debezium-decode", kafka_source(broker, "dbz_0", "debezium"), types, False, metadata, info=info
@@ -187,7 +190,7 @@ def kafka_cases(work: Path) -> list[Any]:
             key = json.dumps({"id": row["id"]})
             records.append((key, None if row["__deleted"] == "true" else line))
         broker.produce("flat_cdc", records)
-        types = columns_of(sample([str(path)], None), fs.Source(str(path), "jsonl"))
+        types = types_of(path)
         return fs.replay_sql(kafka_source(broker, "flat_cdc", "jsonl", ["id"]), types, ["id"], input_mode="upsert")
 
     via = "via Kafka: the file's records produced to a topic"
