@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
+from dataclasses import replace
 from itertools import islice
 from typing import Any
 
 from cdc.cli.options import Common
 from cdc.core.flinksql import (
-    TOAST_PLACEHOLDER,
     DebeziumInfo,
     Source,
     debezium_sql,
     from_changelog_sql,
     infer_columns,
+    scan_records,
     to_changelog_sql,
 )
 from cdc.core.model import OnError
@@ -121,52 +123,29 @@ def debezium_sample(common: Common, spec: DecodeSpec) -> tuple[dict[str, str], D
 
     images, enveloped = read(spec.raw_values)
     raw_images, _ = read(True)
-    scan = scan_events(job.inputs[0], spec.schema_include) if job.inputs[0] != "-" else {}
-    info = DebeziumInfo(
-        schema_include=enveloped,
-        raw_columns=columns_of(raw_images, source),
-        text_tombstones=scan.get("tombstones", False),
-        toast=scan.get("toast", False),
-        null_before=scan.get("null_before", False),
-        partial_before=scan.get("partial_before", False),
-        raw_values=spec.raw_values,
+    scan = scan_events(job.inputs[0], spec.schema_include) if job.inputs[0] != "-" else DebeziumInfo()
+    info = replace(
+        scan, schema_include=enveloped, raw_columns=columns_of(raw_images, source), raw_values=spec.raw_values
     )
     return columns_of(images, source), info
 
 
-def scan_events(path: str, schema_include: str = "auto") -> dict[str, bool]:
-    """The first lines of a Debezium file as sent: ``null`` lines, updates and deletes without a
-    before image or with columns missing from it, TOAST placeholders."""
+def scan_events(path: str, schema_include: str = "auto", envelope: str = "debezium") -> DebeziumInfo:
+    """The first records of an envelope file as sent (see ``flinksql.scan_records``)."""
     import json
 
-    seen = {"tombstones": False, "toast": False, "null_before": False, "partial_before": False}
-    columns: set[str] = set()
-    with open(path, "rb") as f:
-        for line in islice(f, SAMPLE_ROWS * 2):
-            text = line.strip()
-            if text == b"null":
-                seen["tombstones"] = True
-            try:
-                event = json.loads(text) if text else None
-            except ValueError:
-                continue
-            if not isinstance(event, dict):
-                continue
-            payload = event.get("payload") if schema_include == "true" or "payload" in event else event
-            if not isinstance(payload, dict):
-                continue
-            before, after = payload.get("before"), payload.get("after")
-            for image in (before, after):
-                if isinstance(image, dict):
-                    seen["toast"] |= TOAST_PLACEHOLDER in image.values()
-            if isinstance(after, dict):
-                columns |= after.keys()
-            if payload.get("op") in ("u", "d"):
-                if not isinstance(before, dict):
-                    seen["null_before"] = True
-                elif not before.keys() >= columns:
-                    seen["partial_before"] = True
-    return seen
+    def records() -> Iterator[Any]:
+        with open(path, "rb") as f:
+            for line in islice(f, SAMPLE_ROWS * 2):
+                text = line.strip()
+                if not text:
+                    continue
+                try:
+                    yield json.loads(text)
+                except ValueError:
+                    continue
+
+    return scan_records(records(), envelope, schema_include)
 
 
 def print_decode_sql(common: Common, spec: DecodeSpec) -> None:

@@ -565,7 +565,19 @@ class DebeziumInfo:
     - ``null_before``: an update or delete without a before image (Flink fails, also with a key);
     - ``partial_before``: a before image without some columns (cdc fails unless ``--key``; Flink
       emits it with nulls);
-    - ``raw_values``: cdc writes values as sent (``--raw-values``), metadata times as epoch millis.
+    - ``raw_values``: cdc writes values as sent (``--raw-values``), metadata times as epoch millis;
+    - ``rejected``: a record cdc skips (a Debezium ``m``/``t`` event, a Canal DDL other than CREATE,
+      a Maxwell ``bootstrap-start``/``table-*`` message) on which Flink's format fails — the same
+      job only with ``--on-error skip`` (``ignore-parse-errors`` drops it);
+    - ``unsupported``: a record cdc emits rows for that Flink's format cannot read (a Maxwell
+      ``bootstrap-insert``);
+    - ``tables``: the source tables seen; cdc emits each table's rows with their own columns, a
+      Flink table has one column set, so several tables need a table filter (Canal's
+      ``table.include``) or are refused;
+    - ``partial_after``: an update's after image lacks columns (GoldenGate compressed updates):
+      cdc fills them from the key's last row, Flink emits nulls — refused.
+
+    :func:`scan_records` fills everything but the column types from the first records as sent.
     """
 
     schema_include: bool = False
@@ -575,6 +587,66 @@ class DebeziumInfo:
     null_before: bool = False
     partial_before: bool = False
     raw_values: bool = False  # cdc keeps values as sent (--raw-values), timestamps as epoch millis
+    rejected: str = ""  # a record cdc skips that Flink's format fails on (ignore-parse-errors drops it)
+    unsupported: str = ""  # a record cdc turns into rows that Flink's format cannot read at all
+    tables: frozenset[str] = frozenset()  # the source tables the records came from (db.table)
+    partial_after: bool = False  # an update's after image without some columns (GoldenGate compressed)
+
+
+# The record types each Flink format reads (others fail unless ignore-parse-errors), and the
+# ones cdc emits rows for although Flink cannot read them.
+FLINK_TYPES = {
+    "debezium": ("op", {"c", "r", "u", "d"}),
+    "canal": ("type", {"INSERT", "UPDATE", "DELETE", "CREATE"}),  # CREATE: a DDL Flink skips
+    "maxwell": ("type", {"insert", "update", "delete"}),
+    "ogg": ("op_type", {"I", "U", "D"}),
+}
+CDC_ROWS = {"maxwell": {"bootstrap-insert"}}
+
+
+def scan_records(records: Iterable[Any], envelope: str = "debezium", schema_include: str = "auto") -> DebeziumInfo:
+    """What Flink's envelope format would meet in these records (parsed JSON lines as sent;
+    ``None`` for a ``null`` line): see :class:`DebeziumInfo`. Column types are not set here."""
+    info = DebeziumInfo()
+    field_name, readable = FLINK_TYPES[envelope]
+    columns: set[str] = set()
+    tables: set[str] = set()
+    for record in records:
+        if record is None:
+            info.text_tombstones = True
+            continue
+        if not isinstance(record, dict):
+            continue
+        payload = record.get("payload") if schema_include == "true" or "payload" in record else record
+        if not isinstance(payload, dict):
+            continue
+        kind = payload.get(field_name)
+        source = payload.get("source") if envelope == "debezium" else payload
+        if isinstance(source, dict) and (source.get("table") is not None or source.get("db") is not None):
+            tables.add(f"{source.get('database', source.get('db'))}.{source.get('table')}")
+        if kind is not None and kind not in readable:
+            what = f"a record with {field_name} {kind!r}"
+            if kind in CDC_ROWS.get(envelope, ()):
+                info.unsupported = info.unsupported or what
+            else:
+                info.rejected = info.rejected or what
+        if envelope not in ("debezium", "ogg"):
+            continue
+        before, after = payload.get("before"), payload.get("after")
+        for image in (before, after):
+            if isinstance(image, dict) and TOAST_PLACEHOLDER in image.values():
+                info.toast = True
+        if isinstance(after, dict):
+            if str(kind).lower() == "u" and not after.keys() >= columns:
+                info.partial_after = True
+            columns |= after.keys()
+        if str(kind).lower() in ("u", "d"):
+            if not isinstance(before, dict):
+                info.null_before = True
+            elif not before.keys() >= columns:
+                info.partial_before = True
+    info.tables = frozenset(tables)
+    return info
 
 
 def _check_decoded_types(columns: Mapping[str, str], raw: Mapping[str, str] | None) -> None:
@@ -607,8 +679,25 @@ def envelope_table(
     metadata: Sequence[tuple[str, str]] = (),
     skip: bool = False,
     key: Sequence[str] = (),
+    database_include: str | None = None,
+    table_include: str | None = None,
 ) -> str:
     fmt = FORMATS[source.fmt]
+    options: dict[str, str] = {}
+    if database_include or table_include:
+        if source.fmt != "canal":
+            raise UsageError(f"{fmt} has no database / table filter in Flink 2.3 (canal-json has)")
+        if database_include:
+            options["canal-json.database.include"] = database_include
+        if table_include:
+            options["canal-json.table.include"] = table_include
+    elif len(info.tables) > 1:
+        raise UsageError(
+            f"the input holds changes of {len(info.tables)} tables ({', '.join(sorted(info.tables))}): cdc emits "
+            "each with its own columns, a Flink table has one set of columns",
+            hint="one table per script: --table-include T for Canal ('canal-json.table.include'), else one topic "
+            "or file per table",
+        )
     _check_decoded_types(columns, info.raw_columns)
     if info.toast:
         raise UsageError(
@@ -621,6 +710,12 @@ def envelope_table(
             f"no {fmt} change event among the first records: no columns to declare",
             hint=f"is the input {fmt}?",
         )
+    if info.partial_after:
+        raise UsageError(
+            "an update's after image lacks columns (GoldenGate compressed updates): cdc fills them from the last "
+            f"row of the key, Flink's {fmt} emits them as null",
+            hint="have the extract log full images (NOCOMPRESSUPDATES)",
+        )
     if info.null_before and key:
         raise UsageError(
             "an update or delete has no before image (PostgreSQL REPLICA IDENTITY DEFAULT): cdc rebuilds it from "
@@ -629,10 +724,20 @@ def envelope_table(
         )
     if info.partial_before and not key:
         raise UsageError(
-            "a before image lacks columns (PostgreSQL REPLICA IDENTITY DEFAULT): cdc stops there, Flink would "
-            "emit the row with nulls",
+            "a before image lacks columns (PostgreSQL REPLICA IDENTITY DEFAULT, GoldenGate without full before "
+            "images): cdc stops there, Flink would emit the row with nulls",
             hint="give --key COLS (Flink: a primary key with table.exec.source.cdc-events-duplicate rebuilds "
             "before images from state), or set REPLICA IDENTITY FULL",
+        )
+    if info.unsupported:
+        raise UsageError(
+            f"the input has {info.unsupported}: cdc emits rows for it, Flink's {fmt} cannot read it",
+            hint="filter those records out first, or read them with cdc",
+        )
+    if info.rejected and not skip:
+        raise UsageError(
+            f"the input has {info.rejected}: cdc skips it, Flink's {fmt} fails on it",
+            hint=f"pass --on-error skip (Flink: '{fmt}.ignore-parse-errors' drops it, as cdc does)",
         )
     if info.text_tombstones and not skip and not source.kafka:
         raise UsageError(
@@ -641,7 +746,6 @@ def envelope_table(
             hint="read the topic itself (--sql-source kafka: a tombstone there has no value and is skipped), "
             "drop the lines first (grep -vx null), or pass --on-error skip (Flink: ignore-parse-errors)",
         )
-    options: dict[str, str] = {}
     if info.schema_include:
         if source.fmt != "debezium":
             raise UsageError(f"{fmt} has no schema envelope")
@@ -691,6 +795,8 @@ def debezium_sql(
     flink_version: str = DEFAULT_FLINK_VERSION,
     sink: Sink | None = None,
     info: DebeziumInfo | None = None,
+    database_include: str | None = None,
+    table_include: str | None = None,
 ) -> str:
     """``cdc debezium-decode`` (and ``decode --envelope E`` for canal / maxwell / ogg, by
     ``source.fmt``): the envelope format's table, selected.
@@ -702,7 +808,7 @@ def debezium_sql(
     check_version(flink_version)
     info = replace(info, schema_include=schema_include) if info else DebeziumInfo(schema_include)
     script = Script(command, flink_version)
-    table = envelope_table(script, source, columns, info, metadata, skip, key)
+    table = envelope_table(script, source, columns, info, metadata, skip, key, database_include, table_include)
     out_cols = [*columns, *(column for _, column in metadata)]
     types = dict(columns) | {column: ENVELOPE_METADATA[source.fmt][k] for k, column in metadata}
     return finish(script, f"SELECT {select_list(out_cols)} FROM {ident(table)}", out_cols, sink, types=types)
@@ -718,8 +824,14 @@ def decode_sql(
     info: DebeziumInfo | None = None,
     flink_version: str = DEFAULT_FLINK_VERSION,
     sink: Sink | None = None,
+    database_include: str | None = None,
+    table_include: str | None = None,
 ) -> str:
     """``cdc decode --envelope debezium|canal|maxwell|ogg`` (``source.fmt`` names the envelope).
+
+    ``database_include`` / ``table_include``: Canal's filters (regular expressions on the whole
+    name, Flink's ``canal-json.database.include`` / ``table.include``); records of several tables
+    without a filter are refused (one Flink table has one column set).
 
     Canal: one row per element of ``data``, ``old`` merged over it as the before image; Maxwell:
     ``data`` with ``old``; OGG: ``op_type`` I/U/D with ``before``/``after`` — as Flink's
@@ -739,6 +851,8 @@ def decode_sql(
         flink_version=flink_version,
         sink=sink,
         info=info,
+        database_include=database_include,
+        table_include=table_include,
     )
 
 

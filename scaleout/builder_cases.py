@@ -233,7 +233,50 @@ def envelope_cases(work: Path) -> list[Any]:
         return rows
 
     by_hand = "cdc's core decoder (no decode CLI yet), equal to rows by hand from the format's documented semantics"
+
+    def sample_case(name: str, skip: bool = False, table: str | None = None, key: str | None = None) -> Any:
+        """A bundled sample through cdc's core decoder; columns inferred from its rows, as
+        --print-sql infers them from the decoded sample."""
+        from cdc.cli.print_sql import scan_events
+        from cdc.core.envelopes import EnvelopeOptions, decoder_for
+        from cdc.core.errors import InputError
+
+        path = S / f"{name}-products.jsonl"
+        decoder = decoder_for(name, EnvelopeOptions(table_include=table, key=(key,) if key else ()))
+        rows: list[tuple[str, dict[str, Any]]] = []
+        note = "cdc's core decoder (no decode CLI yet)"
+        try:
+            for line in path.read_text().splitlines():
+                rows += decoder.decode(json.loads(line)) if line.strip() else []
+        except InputError as exc:
+            note += f"; it stops: {str(exc)[:90]}"
+        types = fs.infer_columns(r for _, r in rows)
+        info = scan_events(str(path), envelope=name)
+        flags = ["--envelope", name]
+        flags += ["--on-error", "skip"] if skip else []
+        flags += ["--table-include", table] if table else []
+        flags += ["--key", key] if key else []
+        return Case(
+            f"{name}-products.jsonl {' '.join(flags[2:])}".strip(),
+            "decode",
+            [path],
+            flags,
+            builder=lambda: fs.decode_sql(
+                fs.Source(str(path), name), types, info=info, skip=skip, table_include=table, key=[key] if key else []
+            ),
+            expected=rows,
+            keys=[key] if key else [],
+            note=note,
+        )
+
     return [
+        sample_case("canal"),
+        sample_case("canal", skip=True),
+        sample_case("canal", skip=True, table="products"),
+        sample_case("maxwell"),
+        sample_case("maxwell", skip=True),
+        sample_case("ogg"),
+        sample_case("ogg", key="ID"),
         Case(
             "canal: data array, old merged, DDL skipped",
             "decode",

@@ -383,6 +383,20 @@ def sample_cases() -> list[Case]:
             defect="1 (PARTITION BY)",
         ),
         Case(
+            "delta-cdf-orders.csv --preset delta-cdf",
+            "from-changelog",
+            [s / "delta-cdf-orders.csv"],
+            ["--preset", "delta-cdf"],
+            defect="5 (CSV header)",
+        ),
+        Case(
+            "ducklake-changes.csv --preset ducklake",
+            "from-changelog",
+            [s / "ducklake-changes.csv"],
+            ["--preset", "ducklake"],
+            defect="5 (CSV header)",
+        ),
+        Case(
             "orders-bad-op.jsonl --on-error skip",
             "from-changelog",
             [s / "orders-bad-op.jsonl"],

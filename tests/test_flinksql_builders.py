@@ -97,6 +97,10 @@ def test_debezium_key_normalizes_by_primary_key() -> None:
         (fs.DebeziumInfo(toast=True), ("id",), "__debezium_unavailable_value"),
         (fs.DebeziumInfo(null_before=True), ("id",), "no before image"),
         (fs.DebeziumInfo(partial_before=True), (), "lacks columns"),
+        (fs.DebeziumInfo(partial_after=True), ("id",), "after image lacks columns"),
+        (fs.DebeziumInfo(rejected="a record with op 'm'"), (), "skips it"),
+        (fs.DebeziumInfo(unsupported="a record with type 'bootstrap-insert'"), (), "cannot read it"),
+        (fs.DebeziumInfo(tables=frozenset({"db.a", "db.b"})), (), "2 tables"),
     ],
 )
 def test_debezium_inputs_flink_reads_otherwise_are_refused(info: fs.DebeziumInfo, key: tuple[str], match: str) -> None:
@@ -172,3 +176,37 @@ def test_aggregate_is_a_group_by() -> None:
     assert "FROM `cdc_changelog`" in changelog
     with pytest.raises(UsageError, match="only COUNT"):
         fs.aggregate_sql(FILE, cols, ["user"], [("s", "SUM", None, False)])
+
+
+def test_scan_records_sees_what_flink_would_meet() -> None:
+    info = fs.scan_records(
+        [
+            None,
+            {"op": "c", "after": {"id": 1, "v": "x"}, "source": {"db": "d", "table": "t"}},
+            {"op": "u", "before": {"id": 1}, "after": {"id": 1, "v": "y"}, "source": {"db": "d", "table": "u"}},
+            {"op": "m", "source": {"db": "d", "table": "t"}},
+        ]
+    )
+    assert info.text_tombstones and info.partial_before and info.rejected == "a record with op 'm'"
+    assert info.tables == {"d.t", "d.u"} and not info.null_before and not info.toast
+    canal = fs.scan_records([{"type": "ALTER", "database": "d", "table": "t"}], "canal")
+    assert canal.rejected == "a record with type 'ALTER'"
+    maxwell = fs.scan_records([{"type": "bootstrap-insert", "database": "d", "table": "t", "data": {}}], "maxwell")
+    assert maxwell.unsupported == "a record with type 'bootstrap-insert'"
+    ogg = fs.scan_records(
+        [
+            {"op_type": "I", "table": "S.T", "after": {"ID": 1, "N": "a"}},
+            {"op_type": "U", "table": "S.T", "after": {"ID": 1}},
+        ],
+        "ogg",
+    )
+    assert ogg.partial_after and ogg.null_before
+
+
+def test_canal_table_filter() -> None:
+    source = fs.Source("/x.jsonl", "canal")
+    info = fs.DebeziumInfo(tables=frozenset({"shop.a", "shop.b"}))
+    sql = fs.decode_sql(source, {"id": "BIGINT"}, info=info, table_include="a")
+    assert "'canal-json.table.include' = 'a'" in sql
+    with pytest.raises(UsageError, match="no database / table filter"):
+        fs.decode_sql(fs.Source("/x.jsonl", "maxwell"), {"id": "BIGINT"}, table_include="a")
