@@ -17,10 +17,15 @@ from cdc import __version__
 COMMANDS = {
     "from-changelog": ("from_changelog", "Op-coded append-only rows → changelog rows (Flink FROM_CHANGELOG)."),
     "to-changelog": ("to_changelog", "Changelog rows → append-only rows with an op column (Flink TO_CHANGELOG)."),
-    "debezium-decode": ("debezium_decode", "Debezium JSON change events → changelog rows (Flink debezium-json)."),
+    "decode": ("decode", "Debezium, Canal, Maxwell or OGG change events → changelog rows (Flink *-json)."),
+    "debezium-decode": (
+        "debezium_decode",
+        "Debezium JSON change events → changelog rows (= decode --envelope debezium).",
+    ),
     "debezium-encode": ("debezium_encode", "Changelog rows → Debezium JSON events (one u event per update)."),
     "materialize": ("materialize", "Apply a changelog to in-memory state → the table (time travel, CI diffs)."),
     "replay": ("replay", "Run a changelog through keyed state; re-emit it as retract or upsert."),
+    "aggregate": ("aggregate", "A continuous GROUP BY over changes → Flink's update log (+I, -U/+U, -D)."),
     "inspect": ("inspect_cmd", "What kind of changelog is this? Kinds, mode, counts, keys, consistency."),
 }
 ABOUT = "Convert and check changelog files the way Apache Flink SQL reads changelog streams."

@@ -49,8 +49,10 @@ def reported_errors(verbose: bool = False) -> Iterator[None]:
     except OSError as exc:  # a full disk, a file too large, a read failing: the output was rolled back
         if verbose:
             traceback.print_exc()
-        where = f"{exc.filename}: " if exc.filename else ""
-        say(f"cdc: error: {where}{exc.strerror or exc}; nothing was written to the output file")
+        if exc.filename:
+            say(f"cdc: error: {exc.filename}: {exc.strerror or exc}; nothing was written to the output file")
+        else:  # stdout, or a stream without a name: what went out before stays out
+            say(f"cdc: error: {exc.strerror or exc}; the output stopped there and is incomplete")
         raise typer.Exit(EXIT_DATA) from None
     except RecursionError:  # a value nested deeper than Python's stack: bad input, not a crash
         if verbose:

@@ -54,6 +54,26 @@ Drop = Annotated[
 ]
 
 
+CommitColumns = Annotated[
+    str | None,
+    typer.Option(
+        "--commit-columns",
+        rich_help_panel=MAPPING_PANEL,
+        show_default=False,
+        help="A change feed's commit columns (comma list; the first names the commit): each commit's "
+        "pre- and post-images are paired whatever their order. \\[default: the preset's; '' for none]",
+    ),
+]
+DropCommitColumns = Annotated[
+    bool,
+    typer.Option(
+        "--drop-commit-columns",
+        rich_help_panel=MAPPING_PANEL,
+        help="Leave the commit columns out of the rows (by default they stay: a --time-column for --as-of).",
+    ),
+]
+
+
 @o.cdc_command(o.INPUT, o.OUTPUT, o.ERRORS, o.REPORT, o.SQL)
 def command(
     common: o.Common,
@@ -62,6 +82,8 @@ def command(
     preset: Preset = None,
     key: o.KeyOpt = None,
     drop: Drop = None,
+    commit_columns: CommitColumns = None,
+    drop_commit_columns: DropCommitColumns = False,
     kind_column: o.KindColumn = "op",
 ) -> None:
     """Turn append-only rows with an op-code column into changelog rows (Flink FROM_CHANGELOG).
@@ -75,12 +97,15 @@ def command(
 
       cdc from-changelog samples/flat-cdc.jsonl --preset debezium --key id
 
-      cdc from-changelog samples/orders-ops.csv -o /tmp/changes.parquet
+      cdc from-changelog samples/delta-cdf-orders.csv --preset delta-cdf | cdc materialize --key order_id
 
       cdc from-changelog samples/flat-cdc.jsonl --op __op -m 'c, r=INSERT' \\
         -m u=UPDATE_AFTER -m d=DELETE --key id
     """
-    spec = from_changelog_spec(op, op_mapping or (), preset, o.split_list(key), drop or (), kind_column)
+    commits = None if commit_columns is None else o.split_list(commit_columns)
+    spec = from_changelog_spec(
+        op, op_mapping or (), preset, o.split_list(key), drop or (), kind_column, commits, drop_commit_columns
+    )
     if common.print_sql:
         print_from_changelog_sql(common, spec)
         return

@@ -23,6 +23,7 @@ def command(
         typer.Option("--time-column", "-t", show_default=False, help="Report the time range of this column."),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object on stdout, for CI.")] = False,
+    commit_columns: o.CommitColumnsOpt = None,
     kind_column: o.KindColumn = "op",
 ) -> None:
     """Tell what kind of changelog a file is: kinds present as Flink prints them ([I,UB,UA,D]),
@@ -35,7 +36,12 @@ def command(
 
       cdc debezium-decode samples/mysql-inventory.jsonl | cdc inspect --key id --json
     """
-    spec = InspectSpec(kind_column=kind_column, key=o.split_list(key), time_column=time_column)
+    spec = InspectSpec(
+        kind_column=kind_column,
+        key=o.split_list(key),
+        time_column=time_column,
+        commit_columns=o.commit_columns(commit_columns),
+    )
     result = run(common, spec, "inspect")
     report = result.detail.as_dict(common.inputs)
     if as_json:

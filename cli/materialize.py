@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Annotated
 
 import typer
@@ -10,6 +11,7 @@ from cdc.cli import options as o
 from cdc.cli.report import render_diff, report_findings, state_stats
 from cdc.cli.running import run, stdout_is_terminal
 from cdc.core.compare import compare_tables
+from cdc.core.errors import UsageError
 from cdc.core.specs import CopySpec, MaterializeSpec
 from cdc.core.state import Policy
 from cdc.formats.engine.job import Job
@@ -78,6 +80,7 @@ def command(
     time_column: TimeColumn = None,
     sort: Sort = False,
     expect: Expect = None,
+    commit_columns: o.CommitColumnsOpt = None,
     kind_column: o.KindColumn = "op",
 ) -> None:
     """Apply a changelog to in-memory state and write the table it describes (no kind column).
@@ -103,7 +106,10 @@ def command(
         as_of=as_of,
         time_column=time_column,
         sort=sort,
+        commit_columns=o.commit_columns(commit_columns),
     )
+    if expect is not None and not os.path.isfile(expect):
+        raise UsageError(f"--expect: the expected table {expect!r} does not exist")
     if common.output_format is None and common.output == "-" and expect is None and stdout_is_terminal():
         common.output_format = "table"
     if expect is None:

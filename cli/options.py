@@ -261,3 +261,19 @@ def cdc_command(*groups: Group) -> Callable[[Callable[..., None]], Callable[...,
         return wrapper
 
     return decorate
+
+
+CommitColumnsOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--commit-columns",
+        show_default=False,
+        help="A change feed's commit columns (comma list): metadata, left out when a retraction is "
+        "matched and of the table. \\[default: _commit_version, _commit_timestamp, snapshot_id, "
+        "_change_ordinal, _commit_snapshot_id where present; '' for none]",
+    ),
+]
+
+
+def commit_columns(value: str | None) -> tuple[str, ...] | None:
+    return None if value is None else split_list(value)

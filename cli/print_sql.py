@@ -9,17 +9,20 @@ from itertools import islice
 from typing import Any
 
 from cdc.cli.options import Common
+from cdc.core.errors import UsageError
 from cdc.core.flinksql import (
     DebeziumInfo,
     Source,
+    aggregate_sql,
     debezium_sql,
+    decode_sql,
     from_changelog_sql,
     infer_columns,
     scan_records,
     to_changelog_sql,
 )
 from cdc.core.model import OnError
-from cdc.core.specs import DecodeSpec, FromChangelogSpec, ToChangelogSpec
+from cdc.core.specs import AggregateSpec, DecodeSpec, FromChangelogSpec, ToChangelogSpec
 from cdc.core.stats import Counts
 from cdc.formats.engine.inputs import open_rows, resolve
 from cdc.formats.engine.job import Job
@@ -82,6 +85,7 @@ def print_to_changelog_sql(common: Common, spec: ToChangelogSpec) -> None:
     job = resolve(_job(common, spec).with_(inputs=tuple(common.inputs[:1])))
     source = _source(job)
     info = None
+    rows: list[dict[str, Any]] = []
     if source.fmt == "debezium":
         types, info = debezium_sample(common, DecodeSpec(kind_column=spec.kind_column))
     else:
@@ -96,7 +100,7 @@ def print_to_changelog_sql(common: Common, spec: ToChangelogSpec) -> None:
             spec.op_column,
             spec.mapping,
             spec.drop,
-            empty_strings=info is None and empty_strings(rows, source),
+            empty_strings=empty_strings(rows, source),
             debezium=info,
         )
     )
@@ -130,6 +134,18 @@ def debezium_sample(common: Common, spec: DecodeSpec) -> tuple[dict[str, str], D
     return columns_of(images, source), info
 
 
+def envelope_sample(common: Common, spec: DecodeSpec) -> tuple[dict[str, str], DebeziumInfo]:
+    """The first records of a Canal / Maxwell / OGG input: column types as cdc decodes them, and
+    what Flink's format would meet (see ``flinksql.scan_records``)."""
+    quiet = replace(spec, on_truncate="skip", key=(), metadata=())
+    job, rows = sample(_job(common, quiet))
+    images = [{k: v for k, v in r.items() if k != spec.kind_column} for r in rows]
+    info = scan_events(job.inputs[0], envelope=spec.envelope) if job.inputs[0] != "-" else DebeziumInfo()
+    if spec.bootstrap == "skip" and info.unsupported:  # cdc skips bootstrap-insert rows too
+        info = replace(info, rejected=info.unsupported, unsupported="")
+    return infer_columns(images), info
+
+
 def scan_events(path: str, schema_include: str = "auto", envelope: str = "debezium") -> DebeziumInfo:
     """The first records of an envelope file as sent (see ``flinksql.scan_records``)."""
     import json
@@ -148,17 +164,78 @@ def scan_events(path: str, schema_include: str = "auto", envelope: str = "debezi
     return scan_records(records(), envelope, schema_include)
 
 
+def _envelope_of(common: Common, spec: DecodeSpec) -> str:
+    if spec.envelope != "auto":
+        return spec.envelope
+    import json
+
+    from cdc.core.envelopes import choose_envelope
+
+    path = common.inputs[0] if common.inputs else "-"
+    if path == "-":
+        raise UsageError("--print-sql needs an input file", hint="name the input file")
+    with open(path, "rb") as f:
+        for line in f:
+            if line.strip() and line.strip() != b"null":
+                return choose_envelope("auto", json.loads(line))
+    raise UsageError("--print-sql: the input has no record to recognise the envelope by")
+
+
 def print_decode_sql(common: Common, spec: DecodeSpec) -> None:
-    columns, info = debezium_sample(common, spec)
+    spec = replace(spec, envelope=_envelope_of(common, spec))
+    skip = common.on_error == OnError.skip
+    if spec.envelope == "debezium":
+        from cdc.formats.debezium import parse_metadata
+
+        columns, info = debezium_sample(common, spec)
+        emit(
+            debezium_sql(
+                "cdc debezium-decode",
+                Source(common.inputs[0] if common.inputs else "-", "debezium"),
+                columns,
+                info.schema_include,
+                list(parse_metadata(spec.metadata)),
+                skip,
+                spec.key,
+                info=info,
+            )
+        )
+        return
+    from cdc.core.envelopes import parse_metadata as envelope_metadata
+
+    columns, info = envelope_sample(common, spec)
     emit(
-        debezium_sql(
-            "cdc debezium-decode",
-            Source(common.inputs[0] if common.inputs else "-", "debezium"),
+        decode_sql(
+            Source(common.inputs[0] if common.inputs else "-", spec.envelope),
             columns,
-            info.schema_include,
-            list(spec.metadata),
-            common.on_error == OnError.skip,
-            spec.key,
+            metadata=envelope_metadata(spec.envelope, list(spec.metadata)),
+            skip=skip,
+            key=spec.key,
             info=info,
+            database_include=spec.database_include,
+            table_include=spec.table_include,
+        )
+    )
+
+
+def print_aggregate_sql(common: Common, spec: AggregateSpec) -> None:
+    """The continuous GROUP BY over the input table (append-only rows, or changelog rows read
+    back through FROM_CHANGELOG; upsert rows only from an upsert-kafka source)."""
+    from cdc.core.specs import CopySpec
+
+    reads = "changelog" if spec.input_mode == "changelog" else "rows"
+    job, rows = sample(_job(common, CopySpec(reads, spec.kind_column)))
+    source = _source(job)
+    emit(
+        aggregate_sql(
+            source,
+            columns_of(rows, source),
+            list(spec.query.group_by),
+            [],
+            input_mode=spec.input_mode,
+            kind_column=spec.kind_column,
+            keys=spec.key,
+            empty_strings=empty_strings(rows, source),
+            select=spec.query.select_sql,
         )
     )

@@ -8,6 +8,7 @@ from typing import Any
 from cdc.cli.errors import say
 from cdc.core.compare import TableDiff, canonical
 from cdc.core.state import Findings, Policy, TableState
+from cdc.core.versioned import VersionedState
 
 
 def report_findings(command: str, findings: Findings) -> None:
@@ -28,7 +29,10 @@ def state_stats(state: TableState, read: int, live: int | None = None) -> str:
     keys = getattr(state, "key", None)
     if keys:
         text += f" by key {', '.join(keys)}"
-    text += f"; as retract {state.retract_messages} messages, as upsert {state.upsert_messages}"
+    if isinstance(state, VersionedState):  # a table at one time: the log's message counts do not apply
+        text += f"; {state.after} change(s) later than --as-of left out"
+    else:
+        text += f"; as retract {state.retract_messages} messages, as upsert {state.upsert_messages}"
     duplicates = getattr(state, "duplicates", 0)
     if duplicates:
         text += f"; {duplicates} duplicate(s) dropped"
@@ -37,14 +41,24 @@ def state_stats(state: TableState, read: int, live: int | None = None) -> str:
     return text
 
 
+def _cell(value: Any) -> str:
+    text = canonical(value)
+    return "null" if text is None else text
+
+
 def _row_text(row: dict[str, Any], columns: list[str]) -> str:
-    return ", ".join(f"{c}={canonical(row.get(c))}" for c in columns if c in row)
+    return ", ".join(f"{c}={_cell(row.get(c))}" for c in columns if c in row)
+
+
+def _quoted(value: Any) -> str:
+    text = canonical(value)
+    return "null" if text is None else repr(text)
 
 
 def render_diff_plain(diff: TableDiff, expected_name: str) -> str:
     """A stable text form for CI logs and pipes."""
     lines = [
-        f"materialize: result {diff.summary()} (expected {expected_name}: {diff.expected_rows} rows, "
+        f"cdc: materialize: result {diff.summary()} (expected {expected_name}: {diff.expected_rows} rows, "
         f"result: {diff.result_rows} rows)"
     ]
     if diff.columns_only_in_result:
@@ -53,7 +67,7 @@ def render_diff_plain(diff: TableDiff, expected_name: str) -> str:
         lines.append(f"- columns only in expected: {', '.join(diff.columns_only_in_expected)}")
     for change in diff.changed:
         cells = "; ".join(
-            f"{c}: expected {canonical(change.expected.get(c))!r}, got {canonical(change.result.get(c))!r}"
+            f"{c}: expected {_quoted(change.expected.get(c))}, got {_quoted(change.result.get(c))}"
             for c in change.columns
         )
         lines.append(f"~ {change.key}: {cells}")
@@ -88,20 +102,18 @@ def render_diff(diff: TableDiff, expected_name: str) -> None:
             if c in change.columns:
                 cells.append(
                     Text.assemble(
-                        (str(canonical(change.expected.get(c))), "red strike"),
+                        (_cell(change.expected.get(c)), "red strike"),
                         " → ",
-                        (str(canonical(change.result.get(c))), "bold green"),
+                        (_cell(change.result.get(c)), "bold green"),
                     )
                 )
             else:
-                cells.append(Text(str(canonical(change.result.get(c)))))
+                cells.append(Text(_cell(change.result.get(c))))
         table.add_row(Text("~", style="yellow"), *cells)
     for row in diff.only_in_result:
-        table.add_row(
-            Text("+", style="green"), *[Text(str(canonical(row.get(c))), style="green") for c in diff.columns]
-        )
+        table.add_row(Text("+", style="green"), *[Text(_cell(row.get(c)), style="green") for c in diff.columns])
     for row in diff.only_in_expected:
-        table.add_row(Text("-", style="red"), *[Text(str(canonical(row.get(c))), style="red") for c in diff.columns])
+        table.add_row(Text("-", style="red"), *[Text(_cell(row.get(c)), style="red") for c in diff.columns])
     console.print(table)
     for label, cols in (
         ("only in result", diff.columns_only_in_result),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from decimal import Decimal
 from typing import Any
 
 from rich.console import Console
@@ -13,6 +14,10 @@ from cdc.formats.printed import print_value
 
 KIND_STYLES = {"+I": "green", "-U": "yellow", "+U": "cyan", "-D": "red"}
 MAX_ROWS = 10_000
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float | Decimal) and not isinstance(value, bool)
 
 
 def cell(value: Any) -> Text:
@@ -43,7 +48,10 @@ class TableWriter:
         console = Console()
         table = Table(title=self._title, show_edge=False, header_style="bold")
         for name in self._columns:
-            table.add_column(name, justify="left" if name == self._kind_column else "right")
+            # Numbers right-aligned, text left; nothing cut short (a long value folds).
+            values = [row.get(name) for row in self._rows if row.get(name) is not None]
+            numeric = bool(values) and all(_is_number(v) for v in values)
+            table.add_column(name, justify="right" if numeric else "left", overflow="fold")
         kc = self._kind_column
         for row in self._rows:
             cells = []
@@ -56,4 +64,8 @@ class TableWriter:
             table.add_row(*cells)
         console.print(table)
         if self._more:
-            console.print(f"… and {self._more} more rows (write JSONL or CSV for all of them)", style="dim")
+            console.print(
+                f"… the first {MAX_ROWS:,} rows of {MAX_ROWS + self._more:,}: write JSONL or CSV (-f jsonl, -o FILE) "
+                "for all of them",
+                style="dim",
+            )

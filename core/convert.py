@@ -21,6 +21,7 @@ from cdc.core.mapping import (
 )
 from cdc.core.model import Row
 from cdc.core.presets import get_preset
+from cdc.core.rowstore import missing_key
 from cdc.core.specs import FromChangelogSpec, ToChangelogSpec
 from cdc.core.stats import Counts
 
@@ -37,9 +38,12 @@ def from_changelog_spec(
     keys: Sequence[str] = (),
     drop: Sequence[str] = (),
     kind_column: str = "op",
+    commit_columns: Sequence[str] | None = None,
+    drop_commit_columns: bool = False,
 ) -> FromChangelogSpec:
-    """The spec of a FROM_CHANGELOG job, from flags: a preset sets the op column and mapping,
-    explicit flags override it; an upsert mapping needs its key (Flink's PARTITION BY)."""
+    """The spec of a FROM_CHANGELOG job, from flags: a preset sets the op column, the mapping
+    and a change feed's commit columns; explicit flags override it; an upsert mapping needs its
+    key (Flink's PARTITION BY)."""
     chosen = get_preset(preset) if preset else None
     if op_mapping:
         mapping = parse_from_mapping(op_mapping)
@@ -53,12 +57,18 @@ def from_changelog_spec(
             hint="give the upsert key with --key COLUMN (Flink's PARTITION BY), "
             "or map a code to UPDATE_BEFORE for retract semantics",
         )
+    commits = tuple(commit_columns) if commit_columns is not None else (chosen.commit_columns if chosen else ())
+    if drop_commit_columns and not commits:
+        raise UsageError("--drop-commit-columns: no commit columns", hint="name them with --commit-columns COLS")
     return FromChangelogSpec(
         op_column=op or (chosen.op_column if chosen else "op"),
         mapping=mapping,
         kind_column=kind_column,
         keys=tuple(dict.fromkeys(keys)),
         drop=frozenset(parse_kinds(drop, "--drop")),
+        commit_columns=commits,
+        pair_key=chosen.pair_key if chosen else (),
+        drop_commit_columns=drop_commit_columns,
     )
 
 
@@ -102,9 +112,12 @@ def bad_op_code(code: object, column: str, mapping: Mapping[str, RowKind]) -> In
         return InputError(f"NULL op code in column {column!r}; every changelog row must carry an operation code")
     if not isinstance(code, str):
         return InputError(f"op column {column!r} must be of STRING type, but was {type_name(code)} ({code!r})")
+    if code in KIND_BY_TEXT and code not in mapping:  # +I/-U/+U/-D: Flink's own short kinds
+        hint = "these are Flink's row kinds: --preset flink-short maps +I -U +U -D"
+    else:
+        hint = "map it with --op-mapping 'CODE=KIND', or skip such rows with --on-error skip"
     return InputError(
-        f"invalid op code {code!r} in column {column!r}; defined op codes are {describe_codes(mapping)}",
-        hint="map it with --op-mapping 'CODE=KIND', or skip such rows with --on-error skip",
+        f"invalid op code {code!r} in column {column!r}; defined op codes are {describe_codes(mapping)}", hint=hint
     )
 
 
@@ -158,7 +171,7 @@ class FromChangelogRow:
         out: Row = {kc: kind}
         for key in self.keys:
             if key not in row:
-                raise InputError(f"key column {key!r} does not exist in this row")
+                raise missing_key(key, row)
             out[key] = row[key]
         out.update(row)
         if kc == op:
@@ -182,22 +195,38 @@ def read_kind(row: Mapping[str, Any], kind_column: str) -> RowKind:
     text = row.get(kind_column, _MISSING)
     kind = KIND_BY_TEXT.get(text) if type(text) is str else None
     if kind is None:
-        raise bad_kind(text, kind_column)
+        raise bad_kind(text, kind_column, row)
     return kind
 
 
-def bad_kind(text: object, kind_column: str) -> InputError:
-    if text is _MISSING:
-        return InputError(
-            f"kind column {kind_column!r} does not exist in this row",
-            hint="changelog rows carry their kind in a column (+I/-U/+U/-D); name it with --kind-column NAME",
+def bad_kind(text: object, kind_column: str, row: Mapping[str, Any] | None = None) -> InputError:
+    """Why a changelog row has no kind; ``row`` lets it say what the row is instead (a change
+    event to decode, plain rows to map or to read as inserts)."""
+    from cdc.core.envelopes import recognise
+
+    envelope = recognise(row) if row is not None else None
+    if envelope is not None:
+        hint = (
+            f"this is a {envelope} change event, not a changelog row: read it with --input-format {envelope} "
+            f"(or turn it into changelog rows with cdc decode --envelope {envelope})"
         )
+    elif text is _MISSING or (text is not None and row is not None):
+        hint = (
+            "changelog rows carry their kind in a column (+I/-U/+U/-D): name it with --kind-column NAME; "
+            "plain rows with an op-code column: cdc from-changelog maps it (--op, --preset); "
+            "plain rows that are all inserts: --input-mode append (replay)"
+        )
+    else:
+        hint = None
+    if text is _MISSING:
+        return InputError(f"kind column {kind_column!r} does not exist in this row", hint=hint)
     if text is None:
-        return InputError(f"NULL row kind in column {kind_column!r}")
-    return InputError(
+        return InputError(f"NULL row kind in column {kind_column!r}", hint=hint)
+    message = (
         f"invalid row kind {text!r} in column {kind_column!r}; expected one of "
         "+I, -U, +U, -D or INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE"
     )
+    return InputError(message, hint=hint if envelope is not None else None)
 
 
 class ToChangelogRow:
@@ -225,7 +254,7 @@ class ToChangelogRow:
             if type(text) is str and text in KIND_BY_TEXT:  # a kind the mapping leaves out
                 self.counts.dropped += 1
                 return ()
-            raise bad_kind(text, self.kc)
+            raise bad_kind(text, self.kc, row)
         kind, code = entry
         op, kc = self.op, self.kc
         out: Row = {op: code, **row}
@@ -261,6 +290,6 @@ def split_change(row: Row, kind_column: str) -> tuple[str, Row]:
     text = row.get(kind_column, _MISSING)
     kind = _KIND_VALUES.get(text) if type(text) is str else None  # type: ignore[arg-type]
     if kind is None:
-        raise bad_kind(text, kind_column)
+        raise bad_kind(text, kind_column, row)
     del row[kind_column]
     return kind, row

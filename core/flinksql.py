@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any
@@ -1045,6 +1045,7 @@ def aggregate_sql(
     flink_version: str = DEFAULT_FLINK_VERSION,
     sink: Sink | None = None,
     empty_strings: bool = False,
+    select: Callable[[str], str] | None = None,
 ) -> str:
     """``cdc aggregate``: a continuous ``GROUP BY`` (Flink's group aggregate and its update log).
 
@@ -1054,9 +1055,12 @@ def aggregate_sql(
     - ``input_mode``: ``append`` (plain rows), ``changelog`` (changelog rows through
       FROM_CHANGELOG, or an envelope source), ``upsert`` (an ``upsert-kafka`` source keyed by
       ``keys``).
+    - ``select``: the query's own SQL writer instead (``AggregateQuery.select_sql``: the source
+      table's name → ``SELECT … FROM it [WHERE …] GROUP BY …``); ``aggregates`` may then be empty
+      (not with a sink, whose columns come from them).
     """
     check_version(flink_version)
-    if not aggregates:
+    if not aggregates and select is None:
         raise UsageError("aggregate needs at least one --agg")
     script = Script(f"cdc aggregate --group-by {','.join(group_by)}", flink_version)
     if input_mode == "append":
@@ -1075,6 +1079,12 @@ def aggregate_sql(
     else:
         raise UsageError(f"--input-mode {input_mode!r}: changelog, append or upsert")
     _key_check(group_by, data)
+    if select is not None:
+        if sink is not None and not aggregates:
+            raise UsageError("an aggregate sink needs the aggregates' names and types")
+        if not aggregates:
+            script.statements.append(select(ident(table)) + ";")
+            return script.text()
     items = [ident(g) for g in group_by]
     out_cols = list(group_by)
     types = {g: columns[g] for g in group_by}
@@ -1096,6 +1106,8 @@ def aggregate_sql(
     if where:
         query += f"\nWHERE {where}"
     query += f"\nGROUP BY {select_list(group_by)}"
+    if select is not None:
+        query = select(ident(table))
     if sink is not None and sink.connector == "upsert-kafka" and list(sink.key) != list(group_by):
         raise UsageError("the upsert-kafka sink's key must be the --group-by columns")
     return finish(script, query, out_cols, sink, types=types)

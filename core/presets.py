@@ -79,3 +79,7 @@ def get_preset(name: str) -> Preset:
         return PRESETS[name]
     except KeyError:
         raise UsageError(f"--preset: unknown preset {name!r}; choose one of {', '.join(PRESETS)}") from None
+
+
+# Every preset's commit columns: in a changelog they are metadata (materialize, inspect).
+COMMIT_COLUMNS: tuple[str, ...] = tuple(dict.fromkeys(c for p in PRESETS.values() for c in p.commit_columns))

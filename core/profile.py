@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from cdc.core.errors import InputError
 from cdc.core.kinds import changelog_mode
 from cdc.core.model import Key, Row
 from cdc.core.rowstore import key_getter
@@ -28,6 +29,7 @@ def mode_of(kinds: set[str]) -> str:
 class Profile:
     key: tuple[str, ...] = ()
     time_column: str | None = None
+    metadata: frozenset[str] = frozenset()  # commit columns: not part of a row's identity
     state: TableState = field(init=False)
     distinct_keys: set[Key] = field(default_factory=set)
     changes: int = 0
@@ -36,7 +38,7 @@ class Profile:
     time_missing: int = 0
 
     def __post_init__(self) -> None:
-        self.state = new_state(self.key, Findings(Policy.warn))
+        self.state = new_state(self.key, Findings(Policy.warn), metadata=self.metadata)
         self._key_of = key_getter(self.key) if self.key else None
 
     def add(self, kind: str, image: Row, where: Where) -> None:
@@ -45,7 +47,9 @@ class Profile:
         if self._key_of is not None:
             self.distinct_keys.add(self._key_of(image))
         if self.time_column is not None:
-            value = image.get(self.time_column)
+            if self.time_column not in image:
+                raise InputError(f"time column {self.time_column!r} does not exist in this row")
+            value = image[self.time_column]
             if value is None:
                 self.time_missing += 1
             else:

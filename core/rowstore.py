@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from cdc.core.errors import InputError
@@ -16,6 +16,12 @@ def hashable(value: Any) -> Any:
     if isinstance(value, list):
         return ("[]", tuple(hashable(v) for v in value))
     return value
+
+
+def missing_key(column: str, row: Mapping[str, Any]) -> InputError:
+    """A key column a row lacks, with the columns it has (a typo shows at once)."""
+    have = ", ".join(row) or "none"
+    return InputError(f"key column {column!r} does not exist in this row; its columns are {have}")
 
 
 def key_getter(columns: Sequence[str]) -> Any:
@@ -32,7 +38,7 @@ def key_getter(columns: Sequence[str]) -> Any:
             try:
                 value = row[col]
             except KeyError:
-                raise InputError(f"key column {col!r} does not exist in this row") from None
+                raise missing_key(col, row) from None
             return hashable(value) if type(value) in (dict, list) else value
 
         return single
@@ -41,14 +47,32 @@ def key_getter(columns: Sequence[str]) -> Any:
         try:
             return tuple(hashable(row[c]) for c in cols)
         except KeyError as exc:
-            raise InputError(f"key column {exc.args[0]!r} does not exist in this row") from None
+            raise missing_key(exc.args[0], row) from None
 
     return key_of
 
 
-def row_identity(row: Mapping[str, Any], ignore: str | None = None) -> Key:
-    """A whole row as a hashable value (column order does not matter)."""
-    return tuple(sorted((k, hashable(v)) for k, v in row.items() if k != ignore))
+def row_identity(row: Mapping[str, Any], metadata: frozenset[str] = frozenset()) -> Key:
+    """A whole row as a hashable value (column order does not matter), its metadata columns
+    left out: the multiset key under which a ``-U``/``-D`` finds the row it retracts (a change
+    feed's retraction carries the commit that removed the row, not the one that wrote it)."""
+    return tuple(sorted((k, hashable(v)) for k, v in row.items() if k not in metadata))
+
+
+def same_row(a: Mapping[str, Any], b: Mapping[str, Any], metadata: frozenset[str] = frozenset()) -> bool:
+    """``a`` and ``b`` hold the same values, metadata columns aside (keyed state's check that a
+    ``-U`` retracts the row it stores)."""
+    if not metadata:
+        return a == b
+    return {k: v for k, v in a.items() if k not in metadata} == {k: v for k, v in b.items() if k not in metadata}
+
+
+def strip(row: Row, columns: Iterable[str]) -> Row:
+    """``row`` without ``columns`` (a new dict; the row itself when it has none of them)."""
+    drop = [c for c in columns if c in row]
+    if not drop:
+        return row
+    return {k: v for k, v in row.items() if k not in drop}
 
 
 class KeyedRows:

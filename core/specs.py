@@ -9,11 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from cdc.core.errors import UsageError
 from cdc.core.kinds import RowKind
 from cdc.core.state import Policy
+
+if TYPE_CHECKING:  # the aggregate module loads only for aggregate jobs
+    from cdc.core.aggregate import AggregateQuery
 
 PLAIN = "rows"
 CHANGELOG = "changelog"
@@ -32,15 +35,27 @@ class CopySpec:
 
 @dataclass(frozen=True)
 class FromChangelogSpec:
-    """Append-only rows with an op-code column → changelog rows (Flink FROM_CHANGELOG)."""
+    """Append-only rows with an op-code column → changelog rows (Flink FROM_CHANGELOG).
+
+    ``commit_columns`` (a change feed: Delta CDF, DuckLake, Iceberg) pairs each commit's pre- and
+    post-images whatever their order in the file (``core.commits``); ``drop_commit_columns``
+    leaves those columns out of the rows."""
 
     reads: ClassVar[str] = PLAIN
-    stateless: ClassVar[bool] = True
     op_column: str
     mapping: Mapping[str, RowKind]
     kind_column: str = "op"
     keys: tuple[str, ...] = ()
     drop: frozenset[RowKind] = field(default_factory=frozenset)
+    commit_columns: tuple[str, ...] = ()
+    pair_key: tuple[str, ...] = ()
+    drop_commit_columns: bool = False
+    envelope_hint: str | None = None  # a preset named after an envelope: say so if one is read
+
+    @property
+    def stateless(self) -> bool:
+        """One row at a time, unless a commit's rows are paired (then a commit at a time)."""
+        return not self.commit_columns
 
 
 @dataclass(frozen=True)
@@ -57,16 +72,20 @@ class ToChangelogSpec:
 
 @dataclass(frozen=True)
 class DecodeSpec:
-    """Change events (a Debezium envelope) → changelog rows (Flink debezium-json)."""
+    """Change events → changelog rows, as Flink's debezium-json, canal-json, maxwell-json and
+    ogg-json read them. ``envelope`` ``auto`` is decided from the first record (``with_envelope``)."""
 
     reads: ClassVar[str] = EVENTS
-    envelope: str = "debezium"
+    envelope: str = "debezium"  # auto | debezium | canal | maxwell | ogg
     kind_column: str = "op"
-    schema_include: str = "auto"  # auto | true | false
+    schema_include: str = "auto"  # Debezium: auto | true | false
     raw_values: bool = False
-    metadata: tuple[tuple[str, str], ...] = ()  # (metadata key, column)
+    metadata: tuple[str, ...] = ()  # NAME[=COLUMN] requests, checked against the envelope's keys
     on_truncate: str = "fail"  # fail | skip | delete
     key: tuple[str, ...] = ()
+    database_include: str | None = None  # Canal/Maxwell/OGG: Flink's database.include
+    table_include: str | None = None  # ... and table.include
+    bootstrap: str = "insert"  # Maxwell's bootstrap-insert rows: insert | skip
 
     @property
     def stateless(self) -> bool:
@@ -100,6 +119,9 @@ class MaterializeSpec:
     as_of: Any = None
     time_column: str | None = None
     sort: bool = False
+    # A change feed's commit columns: metadata, left out of row identity and of the table.
+    # None: the known ones (core.presets.COMMIT_COLUMNS) found in the input's columns.
+    commit_columns: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         if self.dedup and self.as_of is not None:
@@ -117,6 +139,7 @@ class InspectSpec:
     kind_column: str = "op"
     key: tuple[str, ...] = ()
     time_column: str | None = None
+    commit_columns: tuple[str, ...] | None = None  # as MaterializeSpec's
 
 
 @dataclass(frozen=True)
@@ -148,4 +171,29 @@ class ReplaySpec:
 
     @property
     def reads(self) -> str:  # type: ignore[override]
+        return CHANGELOG if self.input_mode == "changelog" else PLAIN
+
+
+@dataclass(frozen=True)
+class AggregateSpec:
+    """A continuous GROUP BY over changes (Flink's group aggregate): ``query`` says what to
+    compute; the input is changelog rows, or plain rows read as inserts (``append``) or as
+    upserts of ``key`` (``upsert``, normalized first as Flink's ChangelogNormalize does)."""
+
+    stateless: ClassVar[bool] = False
+    query: AggregateQuery
+    input_mode: str = "changelog"  # changelog | upsert | append
+    key: tuple[str, ...] = ()
+    delete_when: tuple[str, str] | None = None
+    kind_column: str = "op"
+    policy: Policy = Policy.warn
+
+    def __post_init__(self) -> None:
+        if self.input_mode == "upsert" and not self.key:
+            raise UsageError("--input-mode upsert needs --key: each row upserts its key")
+        if self.delete_when is not None and self.input_mode != "upsert":
+            raise UsageError("--delete-when goes with --input-mode upsert")
+
+    @property
+    def reads(self) -> str:
         return CHANGELOG if self.input_mode == "changelog" else PLAIN

@@ -14,7 +14,7 @@ from enum import StrEnum
 
 from cdc.core.errors import InconsistencyError, Location
 from cdc.core.model import Key, Row
-from cdc.core.rowstore import KeyedRows, MultisetRows, hashable, row_identity
+from cdc.core.rowstore import KeyedRows, MultisetRows, hashable, row_identity, same_row
 
 Where = Callable[[], Location | None]
 MAX_EXAMPLES = 5
@@ -65,10 +65,14 @@ def describe_key(columns: Sequence[str], row: Row) -> str:
 
 
 class TableState:
-    """What every state offers: apply a change, list the rows, count messages both ways."""
+    """What every state offers: apply a change, list the rows, count messages both ways.
 
-    def __init__(self, findings: Findings | None = None):
+    ``metadata`` columns (a change feed's commit columns) are not part of a row's identity: a
+    retraction matches the row it retracts whatever they hold."""
+
+    def __init__(self, findings: Findings | None = None, metadata: frozenset[str] = frozenset()):
         self.findings = findings if findings is not None else Findings()
+        self.metadata = metadata
         self.by_kind: Counter[str] = Counter()
         self.retract_messages = 0  # messages this log needs when encoded with -U (retract)
         self.upsert_messages = 0  # ... and without -U, deletes by key (upsert)
@@ -92,8 +96,14 @@ class KeyedState(TableState):
     ``-U`` is dropped because its ``+U`` carries the update.
     """
 
-    def __init__(self, key: Sequence[str], findings: Findings | None = None, dedup: bool = False):
-        super().__init__(findings)
+    def __init__(
+        self,
+        key: Sequence[str],
+        findings: Findings | None = None,
+        dedup: bool = False,
+        metadata: frozenset[str] = frozenset(),
+    ):
+        super().__init__(findings, metadata)
         self.table = KeyedRows(key)
         self.key = tuple(key)
         self.key_of = self.table.key_of
@@ -157,7 +167,7 @@ class KeyedState(TableState):
                     where,
                 )
                 return
-            if stored != image:
+            if stored != image and not (self.metadata and same_row(stored, image, self.metadata)):
                 self.findings.add(
                     "update-before differs from the stored row",
                     f"-U image differs from the stored row for {describe_key(self.key, image)}: "
@@ -192,7 +202,7 @@ class KeyedState(TableState):
                 return True
             return False
         if stored is not None:
-            if stored == image:
+            if stored == image or (self.metadata and same_row(stored, image, self.metadata)):
                 self.duplicates += 1
                 return True
             if kind == "+I":  # a redelivered insert of an older version: an upsert, not an error
@@ -211,8 +221,8 @@ def _changed_columns(stored: Row, image: Row) -> str:
 class MultisetState(TableState):
     """Rows without a key: a retraction removes one equal row; there are no negative counts."""
 
-    def __init__(self, findings: Findings | None = None, dedup: bool = False):
-        super().__init__(findings)
+    def __init__(self, findings: Findings | None = None, dedup: bool = False, metadata: frozenset[str] = frozenset()):
+        super().__init__(findings, metadata)
         self.table = MultisetRows()
         self.dedup = dedup
         self.duplicates = 0
@@ -226,7 +236,7 @@ class MultisetState(TableState):
 
     def apply(self, kind: str, image: Row, where: Where = _nowhere) -> None:
         self.by_kind[kind] += 1
-        ident = row_identity(image)
+        ident = row_identity(image, self.metadata)
         if self.dedup:
             if self._previous == (kind, ident):
                 self.duplicates += 1
@@ -249,5 +259,7 @@ class MultisetState(TableState):
                 self.upsert_messages += 1
 
 
-def new_state(key: Sequence[str], findings: Findings, dedup: bool = False) -> TableState:
-    return KeyedState(key, findings, dedup) if key else MultisetState(findings, dedup)
+def new_state(
+    key: Sequence[str], findings: Findings, dedup: bool = False, metadata: frozenset[str] = frozenset()
+) -> TableState:
+    return KeyedState(key, findings, dedup, metadata) if key else MultisetState(findings, dedup, metadata)

@@ -8,14 +8,21 @@ from typing import Any
 
 from cdc.core.errors import InputError
 from cdc.core.model import Key, Row
-from cdc.core.rowstore import MultisetRows, key_getter
+from cdc.core.rowstore import MultisetRows, key_getter, row_identity
 from cdc.core.state import Findings, TableState, Where, _nowhere
 from cdc.core.timeorder import TimePoint
 
 
 class VersionedState(TableState):
-    def __init__(self, key: Sequence[str], time_column: str, as_of: Any, findings: Findings | None = None):
-        super().__init__(findings)
+    def __init__(
+        self,
+        key: Sequence[str],
+        time_column: str,
+        as_of: Any,
+        findings: Findings | None = None,
+        metadata: frozenset[str] = frozenset(),
+    ):
+        super().__init__(findings, metadata)
         self.key = tuple(key)
         self.key_of = key_getter(key) if key else None
         self.time_column = time_column
@@ -33,9 +40,10 @@ class VersionedState(TableState):
             self.after += 1
             return
         if self.key_of is None:  # keyless: the changes up to T, in arrival order
+            ident = row_identity(image, self.metadata)
             if kind in ("+I", "+U"):
-                self._multiset.add(image)
-            elif not self._multiset.remove(image):
+                self._multiset.add(image, ident)
+            elif not self._multiset.remove(image, ident):
                 self.findings.add("negative multiset count", f"{kind} of a row that is not in the table", where)
             return
         key = self.key_of(image)

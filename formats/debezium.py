@@ -15,6 +15,7 @@ from typing import Any, BinaryIO
 
 import orjson
 
+from cdc.core.envelopes import check_envelope
 from cdc.core.errors import InputError, Location, UsageError
 from cdc.core.model import Reject, Row
 from cdc.core.rowstore import KeyedRows, MultisetRows
@@ -124,6 +125,7 @@ class DebeziumDecoder:
 
     def __init__(self, options: DecodeSpec | None = None, counts: Counts | None = None):
         self.options = opts = options or DecodeSpec()
+        self.metadata = parse_metadata(opts.metadata)
         self.counts = counts if counts is not None else Counts()
         self._converters: dict[bytes, dict[str, Converter]] = {}
         self.keyed = KeyedRows(opts.key) if opts.key else None
@@ -153,7 +155,11 @@ class DebeziumDecoder:
         return self.keyed is None and self.multiset is None
 
     def decode(self, event: Row | None, raw: bytes = b"") -> list[Row]:
-        return self._decode(event)
+        try:
+            return self._decode(event)
+        except InputError:
+            check_envelope("debezium", event)  # a Canal/Maxwell/OGG record among Debezium events
+            raise
 
     def fast_decode(self) -> Callable[[Row | None, bytes], tuple[Row, ...] | list[Row]]:
         """``decode`` for the plain cases, inlined (the parallel path's hot loop).
@@ -162,7 +168,7 @@ class DebeziumDecoder:
         here; anything else — envelopes, metadata, state, bad events — goes to ``decode``, so
         the results are the same, just cheaper for the bulk of a dump.
         """
-        if self.options.metadata or not self.stateless or self.options.schema_include == "true":
+        if self.metadata or not self.stateless or self.options.schema_include == "true":
             return self.decode
         kc = self.options.kind_column
         by_kind = self.counts.by_kind
@@ -315,7 +321,7 @@ class DebeziumDecoder:
     def _emit(self, images: list[tuple[str, Row]], payload: Row, schema: Any) -> list[Row]:
         opts = self.options
         kc = opts.kind_column
-        meta = self._metadata(payload, schema) if opts.metadata else None
+        meta = self._metadata(payload, schema) if self.metadata else None
         by_kind = self.counts.by_kind
         stateful = self.keyed is not None or self.multiset is not None
         rows = []
@@ -439,7 +445,7 @@ class DebeziumDecoder:
             "source.table": source.get("table"),
             "source.properties": {k: _stringify(v) for k, v in source.items()} if source else None,
         }
-        return {column: values[key] for key, column in self.options.metadata}
+        return {column: values[key] for key, column in self.metadata}
 
 
 def _transaction_of(payload: Row) -> Any:

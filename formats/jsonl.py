@@ -255,7 +255,7 @@ class JsonlReader(RowReader):
                         else:
                             self._blank += 1  # blank lines are allowed between records
                         continue
-                    self.bad_record(InputError(bad_line_message(line)))
+                    self.bad_record(bad_line_error(line, line_no))
                     continue
                 if type(row) is not dict:
                     if row is None and tombstones:
@@ -264,6 +264,18 @@ class JsonlReader(RowReader):
                     self.bad_record(InputError(not_an_object_message(row, line)))
                     continue
                 yield row
+
+
+def bad_line_error(line: bytes, line_no: int) -> InputError:
+    """A line that is not a JSON object's text; the first line of a CSV or TSV file fed as JSON
+    lines (stdin's default) says how to name its format."""
+    hint = None
+    if line_no == 1:
+        text = line.decode("utf-8", "replace").strip()
+        if text and text[0] not in '{["' and ("," in text or "\t" in text):
+            fmt = "tsv" if "\t" in text else "csv"
+            hint = f"this looks like {fmt.upper()}: name the format with -i {fmt}"
+    return InputError(bad_line_message(line), hint=hint)
 
 
 def bad_line_message(line: bytes) -> str:

@@ -56,6 +56,40 @@ class _CountingRaw(io.RawIOBase):
         super().close()
 
 
+class _CountingReader:
+    """A buffered stream's reads, reported to a progress callback (peeks are not reads)."""
+
+    def __init__(self, inner: io.BufferedReader, on_bytes: OnBytes):
+        self._inner = inner
+        self._on_bytes = on_bytes
+
+    def _counted(self, data: bytes) -> bytes:
+        if data:
+            self._on_bytes(len(data))
+        return data
+
+    def read(self, size: int = -1) -> bytes:
+        return self._counted(self._inner.read(size))
+
+    def read1(self, size: int = -1) -> bytes:
+        return self._counted(self._inner.read1(size))
+
+    def readline(self, size: int = -1) -> bytes:
+        return self._counted(self._inner.readline(size))
+
+    def readinto(self, buffer: Any) -> int:
+        n = self._inner.readinto(buffer)
+        if n:
+            self._on_bytes(n)
+        return n
+
+    def peek(self, size: int = 0) -> bytes:
+        return self._inner.peek(size)
+
+    def __getattr__(self, name: str) -> Any:  # seekable, readable, close, closed, fileno …
+        return getattr(self._inner, name)
+
+
 def _peekable(stream: IO[bytes]) -> io.BufferedReader:
     if isinstance(stream, io.BufferedReader):
         return stream
@@ -84,8 +118,9 @@ def check_input_exists(path: str) -> None:
 def open_input(path: str, on_bytes: OnBytes | None = None) -> io.BufferedReader:
     """A buffered binary stream over a file or stdin; raw bytes, not yet decompressed."""
     if path == STDIO:
-        # No byte counting below stdin's buffer: bytes already peeked there would be lost.
-        return _peekable(sys.stdin.buffer)
+        # Counted above stdin's buffer: bytes peeked there (format sniffing) stay unread.
+        stdin = _peekable(sys.stdin.buffer)
+        return cast(io.BufferedReader, _CountingReader(stdin, on_bytes)) if on_bytes is not None else stdin
     check_input_exists(path)
     try:
         raw: IO[bytes] = open(path, "rb", buffering=0)  # noqa: SIM115 - owned by the reader
@@ -137,6 +172,16 @@ def decompressed(stream: io.BufferedReader, source: str = STDIN_NAME) -> BinaryI
     return cast(BinaryIO, stream)
 
 
+def _mode_for(target: str) -> int:
+    """An existing file's permission bits, else 0666 less the umask (as open() would give)."""
+    try:
+        return os.stat(target).st_mode & 0o7777
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
+
+
 class Output:
     """A binary output: stdout, or a file written atomically (temp file + rename on commit)."""
 
@@ -148,10 +193,17 @@ class Output:
         if path == STDIO:
             self._file = sys.stdout.buffer
         else:
-            folder = os.path.dirname(os.path.abspath(path))
+            # Through a symlink to the file it names; the new file gets the old one's mode, or
+            # for a new file what the umask allows (mkstemp makes it 0600).
+            self.target = os.path.realpath(path)
+            folder = os.path.dirname(self.target)
             if not os.path.isdir(folder):
                 raise UsageError(f"cannot write {path!r}: folder {folder!r} does not exist")
-            fd, self._tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+            fd, self._tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(self.target)}.", suffix=".tmp")
+            try:
+                os.fchmod(fd, _mode_for(self.target))
+            except OSError:
+                pass  # a file system without modes: the file is written all the same
             self._file = os.fdopen(fd, "wb", buffering=READ_BUFFER)
         compression = compression_of(path) if path != STDIO else None
         if compression == "gzip":
@@ -175,7 +227,7 @@ class Output:
             # No fsync: rename makes the write all-or-nothing for readers, which is the promise;
             # durability across power loss would cost a second per 50 MB on this kind of disk.
             self._file.close()
-        os.replace(self._tmp, self.path)
+        os.replace(self._tmp, self.target)
         self._tmp = None
 
     def abort(self) -> None:

@@ -134,14 +134,16 @@ def test_a_commit_emits_deletes_then_updates_then_inserts_each_in_file_order() -
     ]
 
 
-def test_without_a_key_images_pair_by_their_order_in_the_commit() -> None:
+def test_without_a_key_a_commits_retractions_come_before_its_additions() -> None:
+    # Which pre-image belongs to which post-image cannot be told without a key (and a file may
+    # list them in any order): every -U first, then every +U, each in file order.
     rows = [
         ("+U", {"v": 1, "x": "B"}),
         ("+U", {"v": 1, "x": "D"}),
         ("-U", {"v": 1, "x": "A"}),
         ("-U", {"v": 1, "x": "C"}),
     ]
-    assert [(k, r["x"]) for k, r in pair(rows, ("v",), ())] == [("-U", "A"), ("+U", "B"), ("-U", "C"), ("+U", "D")]
+    assert [(k, r["x"]) for k, r in pair(rows, ("v",), ())] == [("-U", "A"), ("-U", "C"), ("+U", "B"), ("+U", "D")]
 
 
 def test_an_update_that_changes_the_key_pairs_by_order_and_is_counted() -> None:
@@ -160,8 +162,8 @@ def test_an_update_that_changes_the_key_pairs_by_order_and_is_counted() -> None:
 def test_unmatched_images_are_kept_and_counted() -> None:
     pairing = CommitPairing(("v",))
     out = list(pairing.run([("-U", {"v": 1, "x": 1}), ("-U", {"v": 1, "x": 2}), ("+U", {"v": 1, "x": 3})]))
-    assert [k for k, _ in out] == ["-U", "+U", "-U"]
-    assert pairing.notes == {"update pre-images without a post-image": 1}
+    assert [k for k, _ in out] == ["-U", "-U", "+U"]
+    assert pairing.notes == {"update images without a partner": 1}
 
 
 def test_memory_is_one_commit() -> None:

@@ -517,3 +517,67 @@ def test_flink_itself_agrees_or_the_difference_is_known(
         assert got != flink["rows"]
     else:
         assert got == flink["rows"]
+
+
+# -- through the command line: cdc decode, --input-format, the change-feed pipelines -------------
+
+
+@pytest.mark.parametrize(
+    ("envelope", "filename", "flags"),
+    [
+        ("canal", "canal-data.txt", []),
+        ("canal", "canal-data-filter-table.txt", ["--database-include", "^my.*", "--table-include", "^prod.*"]),
+        ("maxwell", "maxwell-data.txt", []),
+        ("ogg", "ogg-data.txt", []),
+    ],
+)
+def test_cdc_decode_gives_flinks_changelog(envelope: str, filename: str, flags: list[str]) -> None:
+    from helpers import parse_jsonl, run_cdc
+
+    folder = FOLDERS[envelope]
+    expected = [(k, i, n, d, as_float32(w)) for k, i, n, d, w in flink_rows(folder)]
+    for named in (["--envelope", envelope], []):  # named, and recognised from the first record
+        result = run_cdc(["decode", folder / filename, *named, *flags, "--stats"])
+        assert result.returncode == 0, result.stderr
+        rows = parse_jsonl(result.stdout)
+        assert comparable([(r.pop("op"), r) for r in rows]) == expected
+
+
+def test_an_envelope_is_read_wherever_changelog_rows_are() -> None:
+    from helpers import run_cdc
+
+    # A command's --key also rebuilds what the envelope leaves out, as decode --key does.
+    sample = SAMPLES / "maxwell-products.jsonl"
+    decoded = run_cdc(["decode", sample])
+    keyed = run_cdc(["decode", sample, "--key", "id"])
+    for command, piped in ((["materialize", "--key", "id"], keyed), (["to-changelog"], decoded)):
+        direct = run_cdc([*command, "-i", "maxwell", sample])
+        assert direct.returncode == 0, direct.stderr
+        assert direct.stdout == run_cdc(command, stdin=piped.stdout).stdout
+    reports = [
+        json.loads(run_cdc(["inspect", "--key", "id", "--json", *args], stdin=stdin).stdout)
+        for args, stdin in ((["-i", "maxwell", sample], None), ([], keyed.stdout))
+    ]
+    for report in reports:  # the places differ: a line of the events, a line of the changelog
+        del report["inputs"], report["consistency"]["examples"]
+    assert reports[0] == reports[1]
+
+
+def test_from_changelog_refuses_an_envelope_and_names_the_command_to_run() -> None:
+    from helpers import run_cdc
+
+    result = run_cdc(["from-changelog", "--preset", "canal", "--key", "id", SAMPLES / "canal-products.jsonl"])
+    assert result.returncode == 3 and result.stdout == b""
+    assert b"this is a Canal message" in result.stderr and b"cdc decode --envelope canal" in result.stderr
+
+
+def test_a_mix_of_envelopes_is_an_error_at_its_line(tmp_path: Path) -> None:
+    from helpers import run_cdc
+
+    mixed = tmp_path / "mixed.jsonl"
+    first = (SAMPLES / "maxwell-products.jsonl").read_text().splitlines()[0]
+    other = (SAMPLES / "mysql-inventory.jsonl").read_text().splitlines()[0]
+    mixed.write_text(first + "\n" + other + "\n")
+    result = run_cdc(["decode", mixed])
+    assert result.returncode == 3
+    assert f"{mixed}:2: this record is a Debezium message, but the stream is Maxwell".encode() in result.stderr

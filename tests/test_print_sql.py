@@ -189,3 +189,42 @@ def test_print_sql_writes_no_output_file(tmp_path: Path) -> None:
     out = tmp_path / "out.jsonl"
     assert run_cdc(["from-changelog", src, "-o", out, "--print-sql"]).returncode == 0
     assert not out.exists()
+
+
+def test_decode_canal_needs_one_table_and_skips_ddl() -> None:
+    err = refusal_of(["decode", SAMPLES / "canal-products.jsonl"])
+    assert "2 tables" in err and "--table-include" in err
+    args = ["decode", SAMPLES / "canal-products.jsonl", "--table-include", "products", "--on-error", "skip"]
+    create = statements(sql_of(args))[1]
+    assert "'format' = 'canal-json'" in create and "'canal-json.table.include' = 'products'" in create
+    assert "'canal-json.ignore-parse-errors' = 'true'" in create  # Flink fails on an ALTER; cdc skips it
+
+
+def test_decode_maxwell_bootstrap_and_ogg_compressed_updates_are_refused() -> None:
+    assert "bootstrap-insert" in refusal_of(["decode", SAMPLES / "maxwell-products.jsonl"])
+    args = ["decode", SAMPLES / "maxwell-products.jsonl", "--bootstrap", "skip", "--on-error", "skip"]
+    assert "'format' = 'maxwell-json'" in statements(sql_of(args))[1]
+    assert "after image lacks columns" in refusal_of(["decode", SAMPLES / "ogg-products.jsonl"])
+
+
+def test_aggregate_is_a_streaming_group_by() -> None:
+    args = ["aggregate", SAMPLES / "clicks.jsonl", "--input-mode", "append", "-g", "user", "-a", "cnt=COUNT(*)"]
+    parts = statements(sql_of(args))
+    assert parts[-1] == "SELECT `user`, COUNT(*) AS `cnt` FROM `cdc_input` GROUP BY `user`;"
+    changelog = statements(
+        sql_of(["aggregate", SAMPLES / "product-prices.jsonl", "-g", "product_name", "-a", "n=COUNT(*)"])
+    )
+    assert changelog[-1].endswith("FROM `cdc_changelog` GROUP BY `product_name`;")
+    upsert = [
+        "aggregate",
+        SAMPLES / "flat-cdc.jsonl",
+        "--input-mode",
+        "upsert",
+        "--key",
+        "id",
+        "-g",
+        "plan",
+        "-a",
+        "n=COUNT(*)",
+    ]
+    assert "upsert-kafka" in refusal_of(upsert)

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from collections import Counter
 
-from cdc.core.envelopes.base import Change, EnvelopeDecoder, EnvelopeOptions, metadata_column
+from cdc.core.envelopes.base import EnvelopeDecoder, EnvelopeOptions, metadata_column
 from cdc.core.envelopes.canal import CanalDecoder
 from cdc.core.envelopes.images import ImageTexts, LiveRows, TableRows
 from cdc.core.envelopes.maxwell import MaxwellDecoder
 from cdc.core.envelopes.ogg import OggDecoder
 from cdc.core.envelopes.recognise import ENVELOPES, LABELS, envelope_message, looks_like_envelope, recognise
 from cdc.core.errors import InputError, UsageError
+from cdc.core.model import Change
 
 DECODERS: dict[str, type[EnvelopeDecoder]] = {
     "canal": CanalDecoder,

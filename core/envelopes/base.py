@@ -12,9 +12,8 @@ from typing import Any, ClassVar
 from cdc.core.envelopes.images import ImageTexts, TableRows
 from cdc.core.envelopes.recognise import LABELS, recognise
 from cdc.core.errors import InputError, UsageError
-from cdc.core.rowstore import Row
+from cdc.core.model import Change, Row
 
-Change = tuple[str, Row]
 Getter = Callable[[Row], Any]
 
 TRUNCATE_MODES = ("fail", "skip", "delete")

@@ -36,10 +36,10 @@ from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
 from typing import Any, ClassVar
 
-from cdc.core.envelopes.base import Change, EnvelopeDecoder, Getter, rows_of, utc_millis
+from cdc.core.envelopes.base import EnvelopeDecoder, Getter, rows_of, utc_millis
 from cdc.core.envelopes.images import ImageTexts
 from cdc.core.errors import InputError
-from cdc.core.rowstore import Row
+from cdc.core.model import Change, Row
 
 DDL_TYPES = frozenset(["CREATE", "ALTER", "ERASE", "QUERY", "RENAME", "CINDEX", "DINDEX"])
 MARKER_TYPES = frozenset(["GTID", "XACOMMIT", "XAROLLBACK", "MHEARTBEAT"])

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from cdc.core.errors import InputError
-from cdc.core.rowstore import KeyedRows, MultisetRows, Row
+from cdc.core.model import Row
+from cdc.core.rowstore import KeyedRows, MultisetRows
 
 
 @dataclass(frozen=True)

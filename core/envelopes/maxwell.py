@@ -29,9 +29,9 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from cdc.core.envelopes.base import Change, EnvelopeDecoder, Getter, json_name, utc_millis
+from cdc.core.envelopes.base import EnvelopeDecoder, Getter, json_name, utc_millis
 from cdc.core.errors import InputError, UsageError
-from cdc.core.rowstore import Row
+from cdc.core.model import Change, Row
 
 MARKERS = frozenset(("bootstrap-start", "bootstrap-complete"))
 DDL_TYPES = frozenset(

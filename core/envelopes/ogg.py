@@ -27,10 +27,10 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from cdc.core.envelopes.base import Change, EnvelopeDecoder, Getter, utc_text
+from cdc.core.envelopes.base import EnvelopeDecoder, Getter, utc_text
 from cdc.core.envelopes.images import ImageTexts, what_is
 from cdc.core.errors import InputError
-from cdc.core.rowstore import Row
+from cdc.core.model import Change, Row
 
 
 class OggDecoder(EnvelopeDecoder):

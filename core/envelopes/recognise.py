@@ -92,9 +92,26 @@ def recognise(event: Any, *, strict: bool = False) -> str | None:
     return None
 
 
+DEBEZIUM_OPS = frozenset("crudtm")
+OGG_OPS = frozenset(("I", "U", "D", "T"))
+
+
 def looks_like_envelope(row: Any) -> str | None:
-    """For the flattened-row presets: the envelope this row is, when it plainly is one."""
-    return recognise(row, strict=True)
+    """For commands that read flattened rows: the envelope this row is, when it plainly is one —
+    a nested image and the envelope's own operation code, so that a flattened row that merely
+    has an ``op``/``type`` column and a nested value is not taken for one."""
+    found = recognise(row, strict=True)
+    if found == "debezium":
+        payload = row.get("payload") if "schema" in row else row
+        op = payload.get("op") if isinstance(payload, dict) else None
+        return found if isinstance(op, str) and op in DEBEZIUM_OPS else None
+    if found == "ogg":
+        return found if row.get("op_type") in OGG_OPS else None
+    if found == "canal":
+        return found if row.get("type") in CANAL_TYPES else None
+    if found == "maxwell":
+        return found if row.get("type") in MAXWELL_TYPES else None
+    return None
 
 
 def envelope_message(name: str) -> str:

@@ -162,9 +162,9 @@ def to_changelog(
 def decode(
     source: Source,
     *,
-    envelope: str = "debezium",
+    envelope: str = "auto",
     key: Columns | None = None,
-    metadata: Sequence[tuple[str, str]] = (),
+    metadata: Sequence[str] = (),
     schema_include: str = "auto",
     raw_values: bool = False,
     on_truncate: str = "fail",
@@ -175,7 +175,9 @@ def decode(
     on_error: str = "fail",
     rejects: str | os.PathLike[str] | None = None,
 ) -> Result:
-    """Change events (JSON lines) → changelog rows, as Flink's ``debezium-json`` reads them."""
+    """Change events (JSON lines: Debezium, Canal, Maxwell or OGG; ``auto`` tells them apart from
+    the first record) → changelog rows, as Flink's ``*-json`` formats read them. ``metadata``:
+    ``"NAME[=COLUMN]"`` requests of the envelope's metadata (e.g. ``"source.table=tbl"``)."""
     spec = DecodeSpec(envelope, kind_column, schema_include, raw_values, tuple(metadata), on_truncate, _names(key))
     return _run(
         spec,

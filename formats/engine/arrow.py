@@ -15,6 +15,7 @@ from typing import Any, BinaryIO
 from cdc.core.convert import bad_kind, bad_op_code
 from cdc.core.errors import InputError, Location
 from cdc.core.kinds import KIND_BY_TEXT
+from cdc.core.rowstore import missing_key
 from cdc.core.specs import FromChangelogSpec, ToChangelogSpec
 from cdc.core.stats import Counts
 from cdc.formats.engine.job import Job, Result
@@ -29,6 +30,7 @@ def accepts(job: Job) -> bool:
     """Parquet/CSV files in, Parquet/CSV out, every column kept: a mapping over whole columns."""
     return (
         isinstance(job.spec, FromChangelogSpec | ToChangelogSpec)
+        and job.spec.stateless
         and job.writes_bytes
         and job.rows is None
         and job.out_format in TABULAR
@@ -132,8 +134,8 @@ def from_changelog_batches(spec: FromChangelogSpec, counts: Counts) -> BatchConv
                 hint="rename the kind column with --kind-column NAME",
             )
         for key in spec.keys:
-            if key not in names:
-                raise InputError(f"key column {key!r} does not exist in the input schema", where=where(0))
+            if key not in names:  # as the row path says it of the first row
+                raise missing_key(key, dict.fromkeys(names)).located(where(0))
         index = pc.index_in(column, value_set=code_set)
         keep = None
         invalid = pc.is_null(index)
@@ -175,8 +177,9 @@ def to_changelog_batches(spec: ToChangelogSpec, counts: Counts) -> BatchConverte
 
     def convert(batch: Any, where: Callable[[int], Location], reject: Any) -> Any:
         names = batch.schema.names
-        if kc not in names:
-            raise bad_kind(_MISSING, kc).located(where(0))  # type: ignore[return-value]
+        if kc not in names:  # the row path would say so of the first row, in these words
+            first = batch.slice(0, 1).to_pylist()[0] if len(batch) else {}
+            raise bad_kind(_MISSING, kc, first).located(where(0))
         column = batch.column(kc)
         if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
             column = _as_unmapped(column)
@@ -190,7 +193,7 @@ def to_changelog_batches(spec: ToChangelogSpec, counts: Counts) -> BatchConverte
         keep = None
         invalid = pc.is_null(index)
         if pc.any(invalid).as_py():
-            keep = _bad_rows(batch, invalid, where, reject, lambda row: bad_kind(row.get(kc, _MISSING), kc))
+            keep = _bad_rows(batch, invalid, where, reject, lambda row: bad_kind(row.get(kc, _MISSING), kc, row))
         code = pc.take(codes, index)
         kind = pc.take(kinds, index)
         rest = [n for n in names if n != kc]

@@ -7,18 +7,21 @@ Commands that read changelog rows also read change events decoded on the way in
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
 from typing import Any
 
+from cdc.core.envelopes import choose_envelope, envelope_message, looks_like_envelope
 from cdc.core.errors import InputError, Location, UsageError
 from cdc.core.model import Reject, Row
-from cdc.core.specs import CHANGELOG, EVENTS, DecodeSpec
+from cdc.core.presets import COMMIT_COLUMNS
+from cdc.core.specs import CHANGELOG, EVENTS, DecodeSpec, FromChangelogSpec, InspectSpec, MaterializeSpec
 from cdc.core.stats import Counts
 from cdc.formats.base import RowReader
 from cdc.formats.engine.job import Job
+from cdc.formats.envelopes import ENVELOPES, decoder_for
 from cdc.formats.registry import INPUT_FORMATS, format_of, input_format, open_inputs, output_format, sniff_stdin
-from cdc.formats.streams import STDIO
+from cdc.formats.streams import STDIO, display_name
 
-ENVELOPES = ("debezium",)
 SINK = "rows"  # the output format of a job whose rows go to a caller's sink
 
 
@@ -32,32 +35,123 @@ def input_choices(spec: Any) -> tuple[str, ...]:
 
 
 def resolve(job: Job) -> Job:
-    """The job with every input's format and the output's format decided."""
+    """The job with every input's format and the output's format decided (and ``--envelope
+    auto`` from the first record, where it can be read ahead)."""
     out_format = SINK if job.sink is not None else output_format(job.output, job.output_format)
     if job.rows is not None:
         return job.with_(formats=(SINK,), out_format=out_format)
-    choices = input_choices(job.spec)
+    spec = job.spec
+    choices = input_choices(spec)
     formats = []
     for path in job.inputs:
-        if job.spec.reads == EVENTS and job.input_format is None:  # events are JSON lines, whatever the name
+        if spec.reads == EVENTS and job.input_format is None:  # events are JSON lines, whatever the name
             fmt = format_of(path) or "jsonl"
         else:
             fmt = input_format(path, job.input_format, choices) or sniff_stdin()  # None: stdin
-        if job.spec.reads == EVENTS:
-            if fmt not in ("jsonl", job.spec.envelope):
-                raise UsageError(f"{job.spec.envelope} events are JSON lines; {fmt} input cannot hold them")
-            fmt = job.spec.envelope
+        if spec.reads == EVENTS and fmt not in ("jsonl", *ENVELOPES):
+            raise UsageError(f"change events are JSON lines; {fmt} input cannot hold them")
         formats.append(fmt)
-    return job.with_(formats=tuple(formats), out_format=out_format)
+    if isinstance(spec, DecodeSpec):
+        spec = _decided(spec, job.inputs[0])
+        formats = [spec.envelope] * len(formats)
+    elif isinstance(spec, FromChangelogSpec):
+        _not_an_envelope(job.inputs, formats)
+    elif isinstance(spec, MaterializeSpec | InspectSpec) and spec.commit_columns is None:
+        columns = first_columns(job.inputs[0], formats[0])
+        if columns is not None:  # else every known commit column is taken for one
+            spec = replace(spec, commit_columns=tuple(c for c in COMMIT_COLUMNS if c in columns))
+    return job.with_(spec=spec, formats=tuple(formats), out_format=out_format)
 
 
-def decoder_for(spec: DecodeSpec, counts: Counts) -> Any:
-    """The decoder of an envelope: event → changelog rows, with state that spans all inputs."""
-    if spec.envelope != "debezium":
-        raise UsageError(f"unknown envelope {spec.envelope!r}; choose one of {', '.join(ENVELOPES)}")
-    from cdc.formats.debezium import DebeziumDecoder
+def first_columns(path: str, fmt: str) -> list[str] | None:
+    """The columns of an input's first row, where they can be read ahead cheaply."""
+    if fmt == "jsonl":
+        first = first_record(path)
+        return list(first[0]) if first is not None and isinstance(first[0], dict) else None
+    if path == STDIO:
+        return None
+    if fmt in ("csv", "tsv"):
+        import csv
 
-    return DebeziumDecoder(spec, counts)
+        from cdc.formats.streams import decompressed, open_input
+
+        stream = decompressed(open_input(path), display_name(path))
+        try:
+            header = stream.readline().decode("utf-8", "replace").lstrip("\ufeff")
+        finally:
+            stream.close()
+        return next(csv.reader([header], delimiter="\t" if fmt == "tsv" else ","), [])
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        try:
+            return list(pq.read_schema(path).names)
+        except Exception:  # noqa: BLE001 - a bad file: the run itself says what is wrong with it
+            return None
+    return None
+
+
+def _decided(spec: DecodeSpec, path: str) -> DecodeSpec:
+    """``--envelope auto``: the envelope of the first record, when it can be read ahead."""
+    if spec.envelope != "auto":
+        return spec
+    first = first_record(path)
+    if first is None:
+        return spec  # stdin that cannot be read ahead: the decoder decides at the first event
+    try:
+        envelope = choose_envelope("auto", first[0])
+    except InputError as err:
+        raise err.located(Location(display_name(path), first[1])) from None
+    return replace(spec, envelope=envelope)
+
+
+def _not_an_envelope(paths: tuple[str, ...], formats: list[str]) -> None:
+    """from-changelog reads flattened rows: a Canal/Maxwell/OGG/Debezium message is not one."""
+    for path, fmt in zip(paths, formats, strict=True):
+        if fmt != "jsonl":
+            continue
+        first = first_record(path)
+        found = looks_like_envelope(first[0]) if first is not None else None
+        if found is not None:
+            assert first is not None
+            raise InputError(
+                envelope_message(found),
+                where=Location(display_name(path), first[1]),
+                hint=f"cdc decode --envelope {found} decodes it (or --input-format {found} for commands "
+                "that read changelog rows)",
+            )
+
+
+def first_record(path: str, lines: int = 100) -> tuple[Any, int] | None:
+    """The first record of a JSON-lines input that is not blank or ``null``, with its line;
+    None when there is none among the first lines, or stdin cannot be read ahead."""
+    from cdc.formats.jsonl import loads
+
+    if path == STDIO:
+        import sys
+
+        peek = getattr(sys.stdin.buffer, "peek", None)
+        data = peek(1 << 16) if peek is not None else b""
+        if data[:2] == b"\x1f\x8b" or b"\n" not in data:
+            return None
+        head = data[: data.rfind(b"\n")].split(b"\n")[:lines]
+    else:
+        from cdc.formats.streams import decompressed, open_input
+
+        stream = decompressed(open_input(path), display_name(path))
+        try:
+            head = [stream.readline() for _ in range(lines)]
+        finally:
+            stream.close()
+    for number, line in enumerate(head, 1):
+        text = line.strip().removeprefix(b"\xef\xbb\xbf")
+        if not text or text == b"null":
+            continue
+        try:
+            return loads(text), number
+        except ValueError:
+            return None  # a bad line: the run itself says so, at its place
+    return None
 
 
 def open_rows(job: Job, reject: Reject, on_bytes: Any, counts: Counts) -> RowReader:
@@ -67,11 +161,15 @@ def open_rows(job: Job, reject: Reject, on_bytes: Any, counts: Counts) -> RowRea
         decoder = decoder_for(job.spec, counts) if isinstance(job.spec, DecodeSpec) else None
         return IterableReader(job.rows, reject, decoder)
     readers: dict[str, Any] = {}
-    envelope = next((f for f in job.formats if f in ENVELOPES), None)
-    if envelope is not None:
-        spec = job.spec if isinstance(job.spec, DecodeSpec) else DecodeSpec(envelope, job.spec.kind_column)
-        decoder = decoder_for(spec, counts)
-        readers[envelope] = decoder.reader
+    if isinstance(job.spec, DecodeSpec):
+        readers = dict.fromkeys(job.formats, decoder_for(job.spec, counts).reader)
+    else:
+        envelope = next((f for f in job.formats if f in ENVELOPES), None)
+        if envelope is not None:  # changelog rows decoded on the way in (-i debezium)
+            # The command's key rebuilds partial before images too (REPLICA IDENTITY DEFAULT).
+            key = getattr(job.spec, "key", ())
+            decoder = decoder_for(DecodeSpec(envelope, job.spec.kind_column, key=key), counts)
+            readers[envelope] = decoder.reader
     return open_inputs(job.inputs, job.formats, reject, on_bytes, readers)
 
 

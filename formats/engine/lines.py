@@ -30,7 +30,7 @@ from cdc.formats.jsonl import (
     BOM,
     CHUNK_BYTES,
     WRITE,
-    bad_line_message,
+    bad_line_error,
     count_lines,
     dumps,
     encode_default,
@@ -74,16 +74,16 @@ def accepts(job: Job) -> bool:
     if not (job.writes_bytes and job.out_format == "jsonl" and not job.columns and job.rows is None):
         return False
     if isinstance(spec, FromChangelogSpec):
-        return all(f == JSON_LINES for f in job.formats)
+        return spec.stateless and all(f == JSON_LINES for f in job.formats)
     if isinstance(spec, ToChangelogSpec):  # changelog rows, or envelopes decoded on the way in
         return len(set(job.formats)) == 1 and (job.formats[0] == JSON_LINES or _stateless_envelope(job))
-    if isinstance(spec, DecodeSpec):
-        return spec.stateless and all(f in (JSON_LINES, spec.envelope) for f in job.formats)
+    if isinstance(spec, DecodeSpec):  # its envelope decided (resolve), and no state across events
+        return spec.stateless and spec.envelope != "auto"
     return False
 
 
 def _stateless_envelope(job: Job) -> bool:
-    from cdc.formats.engine.inputs import ENVELOPES
+    from cdc.formats.envelopes import ENVELOPES
 
     return job.formats[0] in ENVELOPES
 
@@ -91,8 +91,8 @@ def _stateless_envelope(job: Job) -> bool:
 def converter_for(job: Job, counts: Counts, with_kernel: bool) -> Converter:
     """One line's conversion, the general way (the row path's own steps), and the kernel's."""
     from cdc.core.convert import FromChangelogRow, ToChangelogRow
-    from cdc.formats.engine.inputs import ENVELOPES, decoder_for
     from cdc.formats.engine.native import kernel as native
+    from cdc.formats.envelopes import ENVELOPES, decoder_for
 
     spec = job.spec
     if isinstance(spec, DecodeSpec):
@@ -242,11 +242,11 @@ def _convert_lines(
                 event = None
             else:
                 result.records += 1
-                message = bad_line_message(line)
+                err = bad_line_error(line, line_no)
                 if not skip:
-                    result.error = (line_no, message, None)
+                    result.error = (line_no, err.message, err.hint)
                     break
-                result.rejects.append((line_no, message, None, _text(line)))
+                result.rejects.append((line_no, err.message, err.hint, _text(line)))
                 continue
         result.records += 1
         if type(event) is not dict and not (event is None and tombstones):

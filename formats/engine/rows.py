@@ -16,8 +16,9 @@ from cdc.core.convert import FromChangelogRow, ToChangelogRow, split_change
 from cdc.core.errors import InputError
 from cdc.core.model import Row
 from cdc.core.profile import Profile
-from cdc.core.replay import ReplayCounts, Replayer
+from cdc.core.replay import KeyedReplay, ReplayCounts, Replayer
 from cdc.core.specs import (
+    AggregateSpec,
     CopySpec,
     DecodeSpec,
     EncodeSpec,
@@ -28,11 +29,12 @@ from cdc.core.specs import (
     ToChangelogSpec,
 )
 from cdc.core.state import Where
+from cdc.core.stats import Counts
 from cdc.formats.base import RowReader
 from cdc.formats.engine.inputs import open_rows
 from cdc.formats.engine.job import Job, Result
 from cdc.formats.engine.session import Session, result_skips
-from cdc.formats.engine.tables import new_table_state, table_rows, write_rows
+from cdc.formats.engine.tables import metadata_of, new_table_state, table_rows, write_rows
 
 
 @dataclass
@@ -52,6 +54,8 @@ def steps_for(spec: Any, result: Result, where: Where) -> Steps:
     counts = result.counts
     if isinstance(spec, FromChangelogSpec):
         from_row = FromChangelogRow(spec, counts)
+        if spec.commit_columns:
+            return _paired(spec, from_row, counts)
         return Steps(from_row, columns=from_row.columns)
     if isinstance(spec, ToChangelogSpec):
         to_row = ToChangelogRow(spec, counts)
@@ -71,7 +75,39 @@ def steps_for(spec: Any, result: Result, where: Where) -> Steps:
         return _inspect(spec, result, where)
     if isinstance(spec, ReplaySpec):
         return _replay(spec, result)
+    if isinstance(spec, AggregateSpec):
+        return _aggregate(spec, result, where)
     raise TypeError(f"no row transform for {type(spec).__name__}")
+
+
+def _paired(spec: FromChangelogSpec, from_row: FromChangelogRow, counts: Counts) -> Steps:
+    """A change feed: each commit's rows come out once it ends, pre- and post-images paired."""
+    from cdc.core.commits import CommitPairing
+
+    pairing = CommitPairing(
+        spec.commit_columns, spec.keys or spec.pair_key, drop=spec.drop_commit_columns, notes=counts.notes
+    )
+    kc = spec.kind_column
+
+    def with_kinds(changes: list[tuple[str, Row]]) -> list[Row]:
+        return [{kc: kind, **image} for kind, image in changes]
+
+    commit = spec.commit_columns[0]
+
+    def step(row: Row) -> list[Row]:
+        out = []
+        for changed in from_row(row):
+            if commit not in changed:  # rows without commits (e.g. written by to-changelog): in order
+                return with_kinds(pairing.finish()) + [changed]
+            kind = changed.pop(kc)
+            out.extend(pairing.push(kind, changed))
+        return with_kinds(out)
+
+    def columns(names: Sequence[str]) -> list[str]:
+        out = from_row.columns(names)
+        return [n for n in out if n not in spec.commit_columns] if spec.drop_commit_columns else out
+
+    return Steps(step, lambda: with_kinds(pairing.finish()), columns)
 
 
 def _materialize(spec: MaterializeSpec, result: Result, where: Where) -> Steps:
@@ -83,11 +119,14 @@ def _materialize(spec: MaterializeSpec, result: Result, where: Where) -> Steps:
         apply(kind, image, where)
         return ()
 
-    return Steps(step, lambda: table_rows(state, spec), lambda names: [n for n in names if n != kind_column])
+    def columns(names: Sequence[str]) -> list[str]:
+        return [n for n in names if n != kind_column and n not in state.metadata]
+
+    return Steps(step, lambda: table_rows(state, spec), columns)
 
 
 def _inspect(spec: InspectSpec, result: Result, where: Where) -> Steps:
-    profile = result.detail = Profile(spec.key, spec.time_column)
+    profile = result.detail = Profile(spec.key, spec.time_column, metadata_of(spec))
     add, kind_column = profile.add, spec.kind_column
 
     def step(row: Row) -> tuple[()]:
@@ -115,6 +154,33 @@ def _replay(spec: ReplaySpec, result: Result) -> Steps:
         return with_kinds(replayer.step(kind, image))
 
     return Steps(step, lambda: with_kinds(replayer.finish()))
+
+
+def _aggregate(spec: AggregateSpec, result: Result, where: Where) -> Steps:
+    """A continuous GROUP BY: each change updates its group, which emits what changed."""
+    from cdc.core.aggregate import GroupAggregate
+    from cdc.core.inputmodes import change_reader
+    from cdc.core.state import Findings
+
+    group = result.detail = GroupAggregate(spec.query, Findings(spec.policy))
+    apply, kc = group.apply, spec.kind_column
+    change_of = change_reader(spec.input_mode, kc, spec.delete_when)
+    by_kind = result.counts.by_kind
+    normalize = None
+    if spec.input_mode == "upsert":  # Flink's ChangelogNormalize before the aggregate
+        normalize = KeyedReplay(ReplaySpec(spec.key, keep_noop=False)).apply
+
+    def step(row: Row) -> list[Row]:
+        kind, image = change_of(row)
+        changes = normalize(kind, image) if normalize is not None else [(kind, image)]
+        out = []
+        for k, r in changes:
+            for kind_out, row_out in apply(k, r, where):
+                by_kind[kind_out] += 1
+                out.append({kc: kind_out, **row_out})
+        return out
+
+    return Steps(step)
 
 
 def transformed(reader: RowReader, steps: Steps, current: Session) -> Iterator[Row]:

@@ -7,7 +7,9 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from cdc.core.model import Row
-from cdc.core.specs import DecodeSpec, FromChangelogSpec, MaterializeSpec, ReplaySpec
+from cdc.core.presets import COMMIT_COLUMNS
+from cdc.core.rowstore import strip
+from cdc.core.specs import AggregateSpec, DecodeSpec, FromChangelogSpec, InspectSpec, MaterializeSpec, ReplaySpec
 from cdc.core.state import Findings, TableState, new_state
 from cdc.core.timeorder import sort_key
 from cdc.core.versioned import VersionedState
@@ -17,17 +19,26 @@ from cdc.formats.engine.session import Session
 from cdc.formats.registry import open_writer
 
 
+def metadata_of(spec: MaterializeSpec | InspectSpec) -> frozenset[str]:
+    """The commit columns a changelog's rows may carry: named, or the known ones."""
+    return frozenset(COMMIT_COLUMNS if spec.commit_columns is None else spec.commit_columns)
+
+
 def new_table_state(spec: MaterializeSpec) -> TableState:
     findings = Findings(spec.policy)
+    metadata = metadata_of(spec)
     if spec.as_of is not None:
         assert spec.time_column is not None
-        return VersionedState(spec.key, spec.time_column, spec.as_of, findings)
-    return new_state(spec.key, findings, spec.dedup)
+        return VersionedState(spec.key, spec.time_column, spec.as_of, findings, metadata)
+    return new_state(spec.key, findings, spec.dedup, metadata)
 
 
 def table_rows(state: TableState, spec: MaterializeSpec) -> Iterable[Row]:
-    """The live rows in first-insertion order of their key, or sorted by key (``--sort``)."""
+    """The live rows in first-insertion order of their key, or sorted by key (``--sort``), without
+    a change feed's commit columns (the table the source system shows has none)."""
     rows = state.rows()
+    if state.metadata:
+        rows = (strip(row, state.metadata) for row in rows)
     if not spec.sort:
         return rows
     return sorted(rows, key=lambda r: tuple(sort_key(r.get(c)) for c in (spec.key or list(r))))
@@ -35,7 +46,7 @@ def table_rows(state: TableState, spec: MaterializeSpec) -> Iterable[Row]:
 
 def output_kind_column(spec: Any) -> str | None:
     """The column of the output rows that holds their kind (print and table colour it)."""
-    if isinstance(spec, FromChangelogSpec | DecodeSpec | ReplaySpec):
+    if isinstance(spec, FromChangelogSpec | DecodeSpec | ReplaySpec | AggregateSpec):
         return spec.kind_column
     return getattr(spec, "output_kind_column", None)
 

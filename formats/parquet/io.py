@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from decimal import Decimal
 from typing import Any, BinaryIO
 
 from cdc.core.errors import InputError, Location
@@ -94,6 +95,7 @@ class ParquetWriter:
         self._hints = type_hints or {}
         self._batch_rows = batch_rows
         self._buffer: list[Row] = []
+        self._written = 0  # rows already written, for the place of a value that does not fit
         self._schema: Any = None
         self._writer: Any = None
 
@@ -122,26 +124,47 @@ class ParquetWriter:
         for field in self._schema:
             values = [r.get(field.name) for r in rows]
             try:
-                arrays.append(pa.array(values, type=field.type))
-            except (pa.ArrowException, TypeError, ValueError, OverflowError) as exc:
-                raise InputError(
-                    f"column {field.name!r}: a value does not fit the Parquet type {field.type} "
-                    f"fixed by the first rows ({exc})",
-                    hint="write JSONL or CSV, whose values are not typed per column",
-                ) from exc
+                arrays.append(_array(values, field.type))
+            except (pa.ArrowException, TypeError, ValueError, OverflowError):
+                raise self._misfit(field.name, field.type, values) from None
         self._writer.write_batch(pa.RecordBatch.from_arrays(arrays, schema=self._schema))
+        self._written += len(rows)
         rows.clear()
 
     def _infer(self, name: str, rows: list[Row]) -> Any:
+        """The Parquet type of a column, from its values in the first rows: integers past 64
+        bits become decimal128 (or decimal256) with scale 0; text stays text."""
         import pyarrow as pa
 
         if name in self._hints:
             return self._hints[name]
+        values = [r.get(name) for r in rows]
+        kinds = {_kind(v) for v in values if v is not None}
+        if kinds == {"integer"}:
+            widest = max(len(str(abs(v))) for v in values if v is not None)
+            if widest > 18:
+                return pa.decimal128(38, 0) if widest <= 38 else pa.decimal256(76, 0)
         try:
-            inferred = pa.array([r.get(name) for r in rows]).type
-        except (pa.ArrowException, TypeError, ValueError, OverflowError) as exc:
-            raise InputError(f"column {name!r} mixes value types and cannot be written to Parquet ({exc})") from exc
+            inferred = pa.array(values).type
+        except (pa.ArrowException, TypeError, ValueError, OverflowError):
+            raise self._misfit(name, None, values) from None
         return pa.string() if pa.types.is_null(inferred) else inferred
+
+    def _misfit(self, name: str, fixed: Any, values: list[Any]) -> InputError:
+        """A value the column's Parquet type cannot hold: which row of the output, and why."""
+        first = next((v for v in values if v is not None), None)
+        at = next((i for i, v in enumerate(values) if v is not None and _kind(v) != _kind(first)), 0)
+        what = f"{_kind(values[at])} {_clip(values[at])}" if values else "a value"
+        if fixed is None:
+            message = f"column {name!r} mixes {_kind(first)} and {what}: one Parquet column holds one type"
+        else:
+            message = f"column {name!r} is {fixed} (fixed by the first rows) and cannot hold {what}"
+        return InputError(
+            message,
+            where=Location("<output>", row=self._written + at + 1),
+            hint="write JSON lines (-f jsonl) or CSV, whose values are not typed per column; "
+            "or give the column one type in the input",
+        )
 
     def close(self, empty_columns: Sequence[str] = ()) -> None:
         """``empty_columns``: the columns of a result with no rows, when they are known."""
@@ -152,3 +175,34 @@ class ParquetWriter:
         if self._writer is not None:
             self._writer.close()
         self._stream.flush()
+
+
+def _kind(value: Any) -> str:
+    """A value's kind in words, for messages."""
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float | Decimal):
+        return "number"
+    if isinstance(value, str):
+        return "text"
+    if isinstance(value, dict):
+        return "object"
+    if isinstance(value, list):
+        return "array"
+    return type(value).__name__
+
+
+def _clip(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:40] + "…"
+
+
+def _array(values: list[Any], kind: Any) -> Any:
+    """An Arrow array of the column's type; integers for a decimal column go in as decimals."""
+    import pyarrow as pa
+
+    if pa.types.is_decimal(kind) and any(type(v) is int for v in values):
+        values = [Decimal(v) if type(v) is int else v for v in values]
+    return pa.array(values, type=kind)

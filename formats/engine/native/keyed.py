@@ -30,7 +30,7 @@ from cdc.formats.engine.job import Job, Result
 from cdc.formats.engine.native.kernel import KINDS, _kernel, available
 from cdc.formats.engine.session import Session, result_skips
 from cdc.formats.engine.tables import new_table_state, table_rows, write_rows, write_texts
-from cdc.formats.jsonl import bad_line_message, loads_for, not_an_object_message, read_chunks
+from cdc.formats.jsonl import bad_line_error, loads_for, not_an_object_message, read_chunks
 from cdc.formats.streams import STDIO, decompressed, display_name, open_input
 
 
@@ -43,6 +43,7 @@ def accepts(job: Job) -> bool:
         and bool(spec.key)
         and not spec.dedup
         and spec.as_of is None
+        and spec.commit_columns == ()  # none in the rows: the kernel compares rows whole
         and job.rows is None
         and all(f == "jsonl" for f in job.formats)
     )
@@ -172,7 +173,7 @@ class KeyedLines:
             row = loads(line)
         except (orjson.JSONDecodeError, ValueError):
             self.records += 1
-            self._bad(InputError(bad_line_message(line)), where, line, reject)
+            self._bad(bad_line_error(line, where.line or 0), where, line, reject)
             return None
         if type(row) is not dict:
             self.records += 1

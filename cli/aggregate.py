@@ -1,0 +1,139 @@
+"""``cdc aggregate``: a continuous GROUP BY over changes, emitting Flink's update log."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated
+
+import typer
+
+from cdc.cli import options as o
+from cdc.cli.report import report_findings
+from cdc.cli.running import run
+from cdc.core.inputmodes import parse_delete_when
+from cdc.core.specs import AggregateSpec
+from cdc.core.state import Policy
+from cdc.formats.engine.job import Result
+
+PANEL = "Query"
+
+
+class InputMode(StrEnum):
+    changelog = "changelog"
+    upsert = "upsert"
+    append = "append"
+
+
+class Emit(StrEnum):
+    retract = "retract"
+    upsert = "upsert"
+
+
+@o.cdc_command(o.INPUT, o.OUTPUT, o.ERRORS, o.REPORT, o.SQL)
+def command(
+    common: o.Common,
+    group_by: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--group-by",
+            "-g",
+            rich_help_panel=PANEL,
+            show_default=False,
+            help="Group-by column(s): a comma list, or repeat the flag. None: one global row.",
+        ),
+    ] = None,
+    agg: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--agg",
+            "-a",
+            rich_help_panel=PANEL,
+            show_default=False,
+            help="NAME=FUNC(ARG), repeatable, in output order: COUNT(*), COUNT(col), COUNT(DISTINCT col), "
+            "SUM, MIN, MAX, AVG, FIRST_VALUE, LAST_VALUE.",
+        ),
+    ] = None,
+    where: Annotated[
+        str | None,
+        typer.Option(
+            "--where",
+            rich_help_panel=PANEL,
+            show_default=False,
+            help="Keep input rows where COL OP VALUE (= != <> < <= > >=, IS [NOT] NULL), joined by AND.",
+        ),
+    ] = None,
+    emit: Annotated[
+        Emit,
+        typer.Option("--emit", rich_help_panel=PANEL, help="retract: -U before each +U; upsert: no -U."),
+    ] = Emit.retract,
+    input_mode: Annotated[
+        InputMode,
+        typer.Option(
+            "--input-mode",
+            rich_help_panel=PANEL,
+            help="changelog: rows with a kind column; append: each plain row is an insert; "
+            "upsert: each plain row upserts its --key.",
+        ),
+    ] = InputMode.changelog,
+    key: o.KeyOpt = None,
+    delete_when: Annotated[
+        str | None,
+        typer.Option(
+            "--delete-when",
+            rich_help_panel=PANEL,
+            show_default=False,
+            help="Upsert mode: a row with COLUMN=VALUE deletes its key, e.g. __deleted=true.",
+        ),
+    ] = None,
+    on_inconsistency: Annotated[
+        Policy,
+        typer.Option(
+            "--on-inconsistency",
+            rich_help_panel=PANEL,
+            help="A retraction of a row the group never counted: fail, warn (count + first examples), or ignore.",
+        ),
+    ] = Policy.warn,
+    strict: Annotated[
+        bool, typer.Option("--strict", rich_help_panel=PANEL, help="Same as --on-inconsistency fail.")
+    ] = False,
+    kind_column: o.KindColumn = "op",
+) -> None:
+    """Run a continuous GROUP BY over changes and write the update log Flink's group aggregate
+    emits: +I for a new group, -U/+U when its result changes (or +U alone with --emit upsert),
+    -D when its last row is retracted, nothing when the result stays the same.
+
+    [bold]Examples[/]
+
+      cdc aggregate samples/clicks.jsonl --input-mode append -g user -a 'cnt=COUNT(url)'
+
+      cdc aggregate samples/clicks.jsonl --input-mode append -g user -a 'cnt=COUNT(url)' \\
+        --emit upsert -f print
+
+      cdc aggregate samples/clicks-continued.jsonl --input-mode append -g user -a 'cnt=COUNT(url)' \\
+        | cdc aggregate -g cnt -a 'users=COUNT(*)' -f print
+    """
+    from cdc.core.aggregate import AggregateQuery
+
+    query = AggregateQuery.parse(
+        group_by or (), agg or (), emit.value, where, retractions=input_mode != InputMode.append
+    )
+    spec = AggregateSpec(
+        query,
+        input_mode.value,
+        o.split_list(key),
+        parse_delete_when(delete_when),
+        kind_column,
+        Policy.fail if strict else on_inconsistency,
+    )
+    if common.print_sql:
+        from cdc.cli.print_sql import print_aggregate_sql
+
+        print_aggregate_sql(common, spec)
+        return
+    result = run(common, spec, "aggregate", _summary)
+    report_findings("aggregate", result.detail.findings)
+
+
+def _summary(result: Result) -> str:
+    summary: str = result.detail.counts.summary()
+    return summary
