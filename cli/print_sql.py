@@ -77,6 +77,8 @@ def print_from_changelog_sql(common: Common, spec: FromChangelogSpec) -> None:
             common.on_error == OnError.skip,
             spec.drop,
             empty_strings=empty_strings(rows, source),
+            commit_columns=spec.commit_columns,
+            drop_columns=spec.commit_columns if spec.drop_commit_columns else (),
         )
     )
 

@@ -391,6 +391,8 @@ def from_changelog_sql(
     flink_version: str = DEFAULT_FLINK_VERSION,
     sink: Sink | None = None,
     empty_strings: bool = False,
+    commit_columns: Sequence[str] = (),
+    drop_columns: Sequence[str] = (),
 ) -> str:
     """``cdc from-changelog``: FROM_CHANGELOG over the input table.
 
@@ -400,8 +402,18 @@ def from_changelog_sql(
     - Flink 2.3: no PARTITION BY (an upsert mapping is refused: needs 2.4), no ``error_handling``
       (unknown named arguments are ignored there), so ``skip`` and ``drop`` become a view keeping
       only rows whose code is mapped (and not dropped) before FROM_CHANGELOG.
+    - ``commit_columns``: a change feed whose pre- and post-images cdc pairs within a commit —
+      refused (FROM_CHANGELOG keeps the file's order); ``drop_columns``: left out of the rows
+      (``--drop-commit-columns``).
     """
     check_version(flink_version)
+    if commit_columns:
+        raise UsageError(
+            f"cdc pairs each commit's pre- and post-images (commit column {commit_columns[0]}) whatever their order "
+            "in the file; Flink's FROM_CHANGELOG is stateless and keeps the file's order",
+            hint="if each commit's pre-images already precede their post-images, the same job without pairing is "
+            "the mapping without the preset (--op COLUMN -m CODES=KIND …)",
+        )
     if op_column not in columns:
         raise UsageError(f"the op column {op_column!r} is not among the input's columns")
     upsert = UPDATE_AFTER in mapping.values() and UPDATE_BEFORE not in mapping.values()
@@ -437,7 +449,7 @@ def from_changelog_sql(
     default = {k.name: k for k in ALL_KINDS}
     if dict(mapping) != default:
         args.append(f"  op_mapping => {map_literal(grouped_codes(mapping))}")
-    out_cols = [c for c in columns if c != op_column]
+    out_cols = [c for c in columns if c != op_column and c not in drop_columns]
     query = f"SELECT {select_list(out_cols)} FROM FROM_CHANGELOG(\n" + ",\n".join(args) + "\n)"
     return finish(script, query, out_cols, sink, types=columns)
 

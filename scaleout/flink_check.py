@@ -157,7 +157,8 @@ def canon(v: Any) -> str:
     n = _number(v)
     if n is not None:
         return format(round(float(n), 6), ".6g") if n != n.to_integral_value() else str(int(n))
-    inst = _instant(v) if not isinstance(v, str) or v[:1].isdigit() else None
+    timeish = not isinstance(v, str) or (v[:1].isdigit() and ("-" in v or ":" in v))
+    inst = _instant(v) if timeish else None
     if isinstance(inst, dt.datetime):
         return _utc(inst).isoformat()
     if inst is not None:
@@ -440,6 +441,24 @@ def sample_cases() -> list[Case]:
             defect="5 (CSV header)",
         ),
         Case(
+            "delta-cdf-orders.csv, the mapping without the preset (no pairing)",
+            "from-changelog",
+            [s / "delta-cdf-orders.csv"],
+            [
+                "--op",
+                "_change_type",
+                "-m",
+                "insert=INSERT",
+                "-m",
+                "update_preimage=UPDATE_BEFORE",
+                "-m",
+                "update_postimage=UPDATE_AFTER",
+                "-m",
+                "delete=DELETE",
+            ],
+            defect="5 (CSV header)",
+        ),
+        Case(
             "ducklake-changes.csv --preset ducklake",
             "from-changelog",
             [s / "ducklake-changes.csv"],
@@ -544,6 +563,8 @@ def script_of(case: Case) -> tuple[str | None, str]:
     result = run_cdc([case.command, *case.inputs, *case.flags, "--print-sql"])
     if result.returncode == 2:
         return None, first_line(result.stderr)
+    if result.returncode == 3:  # the input itself is wrong for the command, seen while sampling
+        return None, "exit 3 (bad input): " + first_line(result.stderr)
     if result.returncode != 0:
         raise RuntimeError(f"--print-sql exit {result.returncode}: {first_line(result.stderr)}")
     return result.stdout.decode(), ""
@@ -609,7 +630,8 @@ def table(results: list[Result], title: str, seconds: float, parallelisms: Seque
         "",
         f"Flink 2.3.0 (PyFlink local mini-cluster), parallelism {' and '.join(map(str, parallelisms))}; "
         f"{len({id(r.case) for r in results})} cases, {len(results)} runs: "
-        f"{counts['match']} match, {counts['refused']} refused (cdc exit 2, no SQL printed), "
+        f"{counts['match']} match, {counts['refused']} refused (cdc printed no SQL: exit 2, or exit 3 for "
+        f"input the command cannot read), "
         f"{counts['FAIL']} failed. Wall time {seconds:.0f} s.",
         "",
         "Reproduce: `bash scaleout/setup.sh && scaleout/.flink-venv/bin/python scaleout/flink_check.py"

@@ -228,3 +228,11 @@ def test_aggregate_is_a_streaming_group_by() -> None:
         "n=COUNT(*)",
     ]
     assert "upsert-kafka" in refusal_of(upsert)
+
+
+def test_change_feed_commit_pairing_is_refused() -> None:
+    err = refusal_of(["from-changelog", SAMPLES / "delta-cdf-orders.csv", "--preset", "delta-cdf"])
+    assert "pairs each commit's pre- and post-images" in err
+    args = ["from-changelog", SAMPLES / "delta-cdf-orders.csv", "--op", "_change_type", "-m", "insert=INSERT"]
+    args += ["-m", "update_preimage=UPDATE_BEFORE", "-m", "update_postimage=UPDATE_AFTER", "-m", "delete=DELETE"]
+    assert "FROM FROM_CHANGELOG(" in statements(sql_of(args))[-1]
