@@ -102,15 +102,16 @@ def command(
     emits: +I for a new group, -U/+U when its result changes (or +U alone with --emit upsert),
     -D when its last row is retracted, nothing when the result stays the same.
 
-    [bold]Examples[/]
+    **Examples**
 
-      cdc aggregate samples/clicks.jsonl --input-mode append -g user -a 'cnt=COUNT(url)'
-
-      cdc aggregate samples/clicks.jsonl --input-mode append -g user -a 'cnt=COUNT(url)' \\
-        --emit upsert -f print
-
-      cdc aggregate samples/clicks-continued.jsonl --input-mode append -g user -a 'cnt=COUNT(url)' \\
-        | cdc aggregate -g cnt -a 'users=COUNT(*)' -f print
+    ```
+    cdc aggregate samples/clicks.jsonl --input-mode append \\
+      -g user -a 'cnt=COUNT(url)'
+    cdc aggregate samples/clicks.jsonl --input-mode append \\
+      -g user -a 'cnt=COUNT(url)' --emit upsert -f print
+    cdc aggregate samples/clicks-continued.jsonl --input-mode append \\
+      -g user -a 'cnt=COUNT(url)' | cdc aggregate -g cnt -a 'freq=COUNT(*)'
+    ```
     """
     from cdc.core.aggregate import AggregateQuery
 

@@ -52,7 +52,7 @@ def build_app(only: str | None = None) -> typer.Typer:
         help=ABOUT,
         no_args_is_help=True,
         add_completion=False,
-        rich_markup_mode="rich",
+        rich_markup_mode="markdown",
         pretty_exceptions_show_locals=False,
         context_settings={"help_option_names": ["-h", "--help"]},
     )

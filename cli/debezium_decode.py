@@ -32,15 +32,16 @@ def command(
     op m are skipped and counted. With a schema block, Decimal, Date, Time and Timestamp values
     become natural values (typed columns in Parquet). The same as cdc decode --envelope debezium.
 
-    [bold]Examples[/]
+    **Examples**
 
-      cdc debezium-decode samples/mysql-inventory.jsonl
-
-      cdc debezium-decode samples/postgres-default-identity.jsonl --key id -f print
-
-      cdc debezium-decode samples/mysql-inventory.jsonl --metadata source.table=tbl -o /tmp/changes.parquet
-
-      cdc debezium-decode samples/mysql-inventory.jsonl --print-sql
+    ```
+    cdc debezium-decode samples/mysql-inventory.jsonl
+    cdc debezium-decode samples/postgres-default-identity.jsonl --key id \\
+      -f print
+    cdc debezium-decode samples/mysql-inventory.jsonl \\
+      --metadata source.table=tbl -o /tmp/changes.parquet
+    cdc debezium-decode samples/mysql-inventory.jsonl --print-sql
+    ```
     """
     decode(
         common,

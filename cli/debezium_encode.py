@@ -64,12 +64,14 @@ def command(
     before and after — which Flink cannot do (it writes d + c; --split-updates does the same).
     With --key, a -U/+U pair is only merged when both name the same key.
 
-    [bold]Examples[/]
+    **Examples**
 
-      cdc debezium-decode samples/mysql-inventory.jsonl | cdc debezium-encode --source db=inventory
-
-      cdc debezium-decode samples/mysql-inventory.jsonl | cdc debezium-encode --time-column updated_at \\
-        -o /tmp/events.jsonl
+    ```
+    cdc debezium-decode samples/mysql-inventory.jsonl \\
+      | cdc debezium-encode --source db=inventory
+    cdc debezium-decode samples/mysql-inventory.jsonl \\
+      | cdc debezium-encode --time-column updated_at -o /tmp/events.jsonl
+    ```
     """
     if common.output_format not in (None, "jsonl") or format_of(common.output) not in (None, "jsonl"):
         raise UsageError(

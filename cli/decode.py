@@ -9,7 +9,6 @@ from typing import Annotated
 import typer
 
 from cdc.cli import options as o
-from cdc.cli.print_sql import print_decode_sql
 from cdc.cli.running import run
 from cdc.core.specs import DecodeSpec
 
@@ -135,6 +134,8 @@ def decode(
         bootstrap=bootstrap.value,
     )
     if common.print_sql:
+        from cdc.cli.print_sql import print_decode_sql
+
         print_decode_sql(common, spec)
         return
     run(common, spec, command)
@@ -169,15 +170,14 @@ def command(
     the changed old values: the rest is taken from the new row); a delete -D(old row). Tombstones,
     DDL and bootstrap markers are skipped and counted.
 
-    [bold]Examples[/]
+    **Examples**
 
-      cdc decode samples/canal-products.jsonl -f print
-
-      cdc decode samples/maxwell-products.jsonl --metadata table --stats
-
-      cdc decode samples/ogg-products.jsonl --key id | cdc materialize --key id
-
-      cdc decode samples/mysql-inventory.jsonl --envelope debezium --print-sql
+    ```
+    cdc decode samples/canal-products.jsonl -f print
+    cdc decode samples/maxwell-products.jsonl --metadata table --stats
+    cdc decode samples/ogg-products.jsonl --key ID | cdc materialize --key ID
+    cdc decode samples/mysql-inventory.jsonl -e debezium --print-sql
+    ```
     """
     decode(
         common,

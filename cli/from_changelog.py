@@ -7,7 +7,6 @@ from typing import Annotated
 import typer
 
 from cdc.cli import options as o
-from cdc.cli.print_sql import print_from_changelog_sql
 from cdc.cli.running import run
 from cdc.core.convert import from_changelog_spec
 from cdc.core.presets import PRESETS
@@ -91,22 +90,24 @@ def command(
     Each row's code is mapped to a row kind; the op column is removed and the kind column
     (+I -U +U -D) is written first. NULL and unknown codes fail with FILE:LINE, or are skipped.
 
-    [bold]Examples[/]
+    **Examples**
 
-      cdc from-changelog samples/orders-ops.csv -f print
-
-      cdc from-changelog samples/flat-cdc.jsonl --preset debezium --key id
-
-      cdc from-changelog samples/delta-cdf-orders.csv --preset delta-cdf | cdc materialize --key order_id
-
-      cdc from-changelog samples/flat-cdc.jsonl --op __op -m 'c, r=INSERT' \\
-        -m u=UPDATE_AFTER -m d=DELETE --key id
+    ```
+    cdc from-changelog samples/orders-ops.csv -f print
+    cdc from-changelog samples/flat-cdc.jsonl --preset debezium --key id
+    cdc from-changelog samples/delta-cdf-orders.csv --preset delta-cdf \\
+      | cdc materialize --key order_id
+    cdc from-changelog samples/flat-cdc.jsonl --op __op \\
+      -m 'c, r=INSERT' -m u=UPDATE_AFTER -m d=DELETE --key id
+    ```
     """
     commits = None if commit_columns is None else o.split_list(commit_columns)
     spec = from_changelog_spec(
         op, op_mapping or (), preset, o.split_list(key), drop or (), kind_column, commits, drop_commit_columns
     )
     if common.print_sql:
+        from cdc.cli.print_sql import print_from_changelog_sql
+
         print_from_changelog_sql(common, spec)
         return
     run(common, spec, "from-changelog")

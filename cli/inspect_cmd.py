@@ -30,11 +30,14 @@ def command(
     the mode (append-only / upsert / retract), counts, keys and live rows, consistency findings,
     message counts as retract vs upsert, and the time range.
 
-    [bold]Examples[/]
+    **Examples**
 
-      cdc inspect samples/product-prices.jsonl --key product_id --time-column update_time
-
-      cdc debezium-decode samples/mysql-inventory.jsonl | cdc inspect --key id --json
+    ```
+    cdc inspect samples/product-prices.jsonl --key product_id \\
+      --time-column update_time
+    cdc debezium-decode samples/mysql-inventory.jsonl \\
+      | cdc inspect --key id --json
+    ```
     """
     spec = InspectSpec(
         kind_column=kind_column,

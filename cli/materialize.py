@@ -88,15 +88,15 @@ def command(
     With --key the state is an upsert table (+I/+U put, -U/-D remove); without, a multiset where a
     retraction removes one equal row. Rows come out in first-insertion order of their key.
 
-    [bold]Examples[/]
+    **Examples**
 
-      cdc debezium-decode samples/mysql-inventory.jsonl | cdc materialize --key id
-
-      cdc materialize samples/product-prices.jsonl --key product_id \\
-        --as-of 13:00:00 --time-column update_time
-
-      cdc debezium-decode samples/mysql-inventory.jsonl | cdc materialize --key id \\
-        --expect samples/inventory-expected.csv
+    ```
+    cdc debezium-decode samples/mysql-inventory.jsonl | cdc materialize --key id
+    cdc materialize samples/product-prices.jsonl --key product_id \\
+      --as-of 13:00:00 --time-column update_time
+    cdc debezium-decode samples/mysql-inventory.jsonl \\
+      | cdc materialize --key id --expect samples/inventory-expected.csv
+    ```
     """
     spec = MaterializeSpec(
         kind_column=kind_column,

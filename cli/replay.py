@@ -121,13 +121,16 @@ def command(
     Update-befores are dropped on the way in and rebuilt from state on the way out (retract), or
     left out (upsert); deletes carry the full stored row; updates that change nothing are dropped.
 
-    [bold]Examples[/]
+    **Examples**
 
-      cdc replay samples/currency-rates.csv --input-mode upsert --key currency --emit upsert
-
-      cdc replay samples/flat-cdc.jsonl --input-mode upsert --key id --delete-when __deleted=true
-
-      cdc replay changes.jsonl --key id --time-column ts --since T1 --until T2 --net
+    ```
+    cdc replay samples/currency-rates.csv --input-mode upsert \\
+      --key currency --emit upsert
+    cdc replay samples/flat-cdc.jsonl --input-mode upsert --key id \\
+      --delete-when __deleted=true
+    cdc replay samples/currency-rates.csv --input-mode upsert --key currency \\
+      --time-column update_time --since 10:00:00 --until 12:00:00 --net
+    ```
     """
     spec = ReplaySpec(
         key=o.split_list(key),

@@ -8,7 +8,6 @@ import typer
 
 from cdc.cli import options as o
 from cdc.cli.from_changelog import MAPPING_PANEL, Drop, Preset
-from cdc.cli.print_sql import print_to_changelog_sql
 from cdc.cli.running import run
 from cdc.core.convert import to_changelog_spec
 
@@ -48,17 +47,20 @@ def command(
     Output is \\[op, all input columns]. With --op-mapping only the mapped kinds are written, so a
     mapping is also a filter: the deletion-flag pattern below drops -U rows.
 
-    [bold]Examples[/]
+    **Examples**
 
-      cdc to-changelog samples/product-prices.jsonl --op deleted \\
-        -m 'INSERT, UPDATE_AFTER=false' -m 'DELETE=true'
-
-      cdc from-changelog samples/orders-ops.csv | cdc to-changelog --preset delta-cdf -o /tmp/cdf.parquet
-
-      cdc to-changelog --input-format debezium samples/mysql-inventory.jsonl -f csv
+    ```
+    cdc to-changelog samples/product-prices.jsonl --op deleted \\
+      -m 'INSERT, UPDATE_AFTER=false' -m 'DELETE=true'
+    cdc from-changelog samples/orders-ops.csv \\
+      | cdc to-changelog --preset delta-cdf -o /tmp/cdf.parquet
+    cdc to-changelog -i debezium samples/mysql-inventory.jsonl -f csv
+    ```
     """
     spec = to_changelog_spec(op, op_mapping or (), preset, drop or (), kind_column)
     if common.print_sql:
+        from cdc.cli.print_sql import print_to_changelog_sql
+
         print_to_changelog_sql(common, spec)
         return
     run(common, spec, "to-changelog")

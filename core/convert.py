@@ -202,7 +202,7 @@ def read_kind(row: Mapping[str, Any], kind_column: str) -> RowKind:
 def bad_kind(text: object, kind_column: str, row: Mapping[str, Any] | None = None) -> InputError:
     """Why a changelog row has no kind; ``row`` lets it say what the row is instead (a change
     event to decode, plain rows to map or to read as inserts)."""
-    from cdc.core.envelopes import recognise
+    from cdc.core.envelopes.detect import recognise
 
     envelope = recognise(row) if row is not None else None
     if envelope is not None:

@@ -15,7 +15,7 @@ from typing import Any, BinaryIO
 
 import orjson
 
-from cdc.core.envelopes import check_envelope
+from cdc.core.envelopes.detect import check_envelope
 from cdc.core.errors import InputError, Location, UsageError
 from cdc.core.model import Reject, Row
 from cdc.core.rowstore import KeyedRows, MultisetRows

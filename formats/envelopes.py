@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, BinaryIO
 
-from cdc.core.envelopes import EnvelopeOptions, check_envelope, choose_envelope, parse_metadata
-from cdc.core.envelopes import decoder_for as core_decoder
+from cdc.core.envelopes.base import EnvelopeOptions
+from cdc.core.envelopes.detect import check_envelope, choose_envelope
 from cdc.core.errors import InputError
 from cdc.core.model import Reject, Row
 from cdc.core.specs import DecodeSpec
@@ -39,6 +39,9 @@ class CoreDecoder:
         self.name = spec.envelope
         self.counts = counts
         self.kind_column = spec.kind_column
+        from cdc.core.envelopes.registry import decoder_for as core_decoder
+        from cdc.core.envelopes.registry import parse_metadata
+
         options = EnvelopeOptions(
             kind_column=spec.kind_column,
             key=spec.key,

@@ -59,3 +59,12 @@ def test_readme_example(command: str, expected: str, tmp_path: Path) -> None:
     )
     output = result.stdout.decode().replace(f"file://{tmp_path}", "file:///home/me/cdc")
     assert output.rstrip("\n") == expected.rstrip("\n")
+
+
+def test_readme_python_examples_run(tmp_path: Path) -> None:
+    blocks = re.findall(r"```python\n(.*?)```", README, re.S)
+    assert blocks, "the README shows the Python API"
+    for block in blocks:
+        code = block.replace("/tmp/", f"{tmp_path}/")
+        result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, timeout=60)
+        assert result.returncode == 0, result.stderr.decode()

@@ -9,8 +9,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from cdc.core.envelopes.detect import LABELS, recognise
 from cdc.core.envelopes.images import ImageTexts, TableRows
-from cdc.core.envelopes.recognise import LABELS, recognise
 from cdc.core.errors import InputError, UsageError
 from cdc.core.model import Change, Row
 

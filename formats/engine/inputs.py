@@ -10,7 +10,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from typing import Any
 
-from cdc.core.envelopes import choose_envelope, envelope_message, looks_like_envelope
+from cdc.core.envelopes.detect import choose_envelope, envelope_message, looks_like_envelope
 from cdc.core.errors import InputError, Location, UsageError
 from cdc.core.model import Reject, Row
 from cdc.core.presets import COMMIT_COLUMNS

@@ -14,9 +14,11 @@ print them again was a third of the run).
 from __future__ import annotations
 
 import threading
-from concurrent.futures import Future, ThreadPoolExecutor
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the pool is made when the first chunk comes
+    from concurrent.futures import Future, ThreadPoolExecutor
 
 import orjson
 
@@ -98,6 +100,8 @@ class KeyedLines:
         job = None
         if self.rows is not None:
             if self._pool is None:
+                from concurrent.futures import ThreadPoolExecutor
+
                 self._pool = ThreadPoolExecutor(1, thread_name_prefix="cdc-parse")
             started = threading.Event()
             job = self._pool.submit(_parse, started, chunk, self.args)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from cdc.core.errors import InputError, UsageError
+
 ENVELOPES = ("debezium", "canal", "maxwell", "ogg")
 
 LABELS = {"debezium": "Debezium", "canal": "Canal", "maxwell": "Maxwell", "ogg": "Oracle GoldenGate"}
@@ -121,3 +123,36 @@ def envelope_message(name: str) -> str:
         f"this is a {label} message ({SIGNS.get(name, 'an envelope')}), not a flattened row: "
         f"use `cdc decode --envelope {name}`"
     )
+
+
+def choose_envelope(requested: str, first: object) -> str:
+    """The envelope to decode with: ``requested``, or for ``auto`` the one the first record is.
+
+    ``first`` is the first parsed record that is not a tombstone. Fails with a hint naming
+    ``--envelope`` when ``auto`` cannot tell.
+    """
+    if requested != "auto":
+        if requested not in ENVELOPES:
+            raise UsageError(f"--envelope: {requested!r}; choose auto or one of {', '.join(ENVELOPES)}")
+        return requested
+    found = recognise(first)
+    if found is None:
+        raise InputError(
+            "cannot tell which CDC envelope this record is (no 'op', 'type' with 'data', or 'op_type' field)",
+            hint="name it: --envelope debezium|canal|maxwell|ogg",
+        )
+    return found
+
+
+def check_envelope(expected: str, event: object) -> None:
+    """Fail when ``event`` plainly is another envelope than ``expected`` (a mixed input).
+
+    The decoders do this themselves on any record they cannot read; call this only where a
+    record could be read by both (e.g. to vet every record of ``--envelope auto`` cheaply)."""
+    found = recognise(event, strict=True)
+    if found is not None and found != expected:
+        raise InputError(
+            f"this record is a {LABELS[found]} message, but the stream is {LABELS[expected]} "
+            "(recognised from its first record): mixed envelopes in one input",
+            hint=f"decode each envelope on its own: --envelope {found} for these records",
+        )

@@ -1,0 +1,232 @@
+"""The first hour of a new user (issue #9): one test per thing they tripped over, numbered as
+the issue numbers them, each through the real command."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+from pathlib import Path
+
+from helpers import REPO, SAMPLES, invoke, parse_jsonl, read_parquet, run_cdc, write_jsonl
+
+BIG = 18446744073709551617
+
+
+def test_01_the_suite_reads_nothing_beside_the_clone() -> None:
+    from helpers import CONFORMANCE
+
+    assert CONFORMANCE.is_relative_to(REPO) and (CONFORMANCE / "flink-oracle").is_dir()
+    beside = "/".join(["..", "shared"])  # spelled so that this file does not name it
+    for path in (REPO / "tests").glob("*.py"):
+        assert beside not in path.read_text(), path.name
+
+
+def test_02_integers_past_64_bits_print_in_every_format() -> None:
+    line = f'{{"op":"+I","id":{BIG}}}\n'.encode()
+    for fmt in ("print", "table", "csv", "jsonl"):
+        result = run_cdc(["materialize", "-f", fmt], stdin=line)
+        assert result.returncode == 0 and str(BIG).encode() in result.stdout, (fmt, result.stderr)
+
+
+def test_03_a_header_only_csv_expects_an_empty_table(tmp_path: Path) -> None:
+    expected = tmp_path / "empty.csv"
+    expected.write_text("id,name,amount\n")
+    empty = run_cdc(["materialize", "--key", "id", "--expect", expected], stdin=b"")
+    assert empty.returncode == 0, empty.stdout + empty.stderr
+    one = run_cdc(["materialize", "--key", "id", "--expect", expected], stdin=b'{"op":"+I","id":1}\n')
+    assert one.returncode == 1 and b"1 only in result" in one.stdout
+
+
+def test_04_an_empty_result_is_a_valid_file(tmp_path: Path) -> None:
+    args = ["from-changelog", SAMPLES / "orders-ops.csv", "--drop", "INSERT,UPDATE_BEFORE,UPDATE_AFTER,DELETE"]
+    assert run_cdc([*args, "-o", tmp_path / "none.parquet"]).returncode == 0
+    assert read_parquet(tmp_path / "none.parquet") == []
+    assert run_cdc([*args, "-o", tmp_path / "none.csv"]).returncode == 0
+    assert (tmp_path / "none.csv").read_text() == "op,order_id,customer,amount,status\n"
+
+
+def test_05_outputs_follow_the_umask_keep_modes_and_symlinks(tmp_path: Path) -> None:
+    source = SAMPLES / "orders-ops.csv"
+    new = tmp_path / "new.jsonl"
+    old_mask = os.umask(0o022)
+    try:
+        assert run_cdc(["from-changelog", source, "-o", new]).returncode == 0
+    finally:
+        os.umask(old_mask)
+    assert stat.S_IMODE(new.stat().st_mode) == 0o644
+    new.chmod(0o664)
+    assert run_cdc(["from-changelog", source, "-o", new]).returncode == 0
+    assert stat.S_IMODE(new.stat().st_mode) == 0o664
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(new)
+    assert run_cdc(["from-changelog", source, "-o", link, "--drop", "DELETE"]).returncode == 0
+    assert link.is_symlink() and b'"-D"' not in new.read_bytes()
+
+
+def test_06_csv_rejects_keep_the_record_and_its_line(tmp_path: Path) -> None:
+    src = tmp_path / "in.csv"
+    src.write_text("id,op\n1,INSERT\n2,UPSERT\n3,INSERT,extra\n4,DELETE\n")
+    rejects = tmp_path / "rejects.jsonl"
+    result = run_cdc(["from-changelog", src, "--on-error", "skip", "--rejects", rejects])
+    assert result.returncode == 0
+    records = sorted((r["line"], r["raw"]) for r in map(json.loads, rejects.read_text().splitlines()))
+    assert records == [(3, "2,UPSERT"), (4, "3,INSERT,extra")]
+    assert f"first: {src}:".encode() in result.stderr
+
+
+def test_07_csv_locations_are_physical_lines(tmp_path: Path) -> None:
+    src = tmp_path / "in.csv"
+    src.write_text('id,note,op\n1,"one\ntwo\nthree",INSERT\n2,x,INSERT\n3,y,NOPE\n')
+    result = run_cdc(["from-changelog", src])
+    assert result.returncode == 3 and f"{src}:6: invalid op code 'NOPE'".encode() in result.stderr
+
+
+def test_08_numbers_keep_their_spelling_through_expect_and_o(tmp_path: Path) -> None:
+    log = tmp_path / "log.jsonl"
+    log.write_text('{"op":"+I","id":1,"price":11.00}\n')
+    expected = tmp_path / "expected.csv"
+    expected.write_text("id,price\n1,11\n")
+    out = tmp_path / "t.jsonl"
+    assert run_cdc(["materialize", log, "--key", "id", "--expect", expected, "-o", out]).returncode == 0
+    assert out.read_text() == '{"id":1,"price":11.00}\n'
+    assert run_cdc(["materialize", log, "--key", "id", "--sort"]).stdout == b'{"id":1,"price":11.00}\n'
+
+
+def test_09_print_keeps_precision_and_spells_doubles_as_flink() -> None:
+    result = run_cdc(["materialize", "-f", "print"], stdin=b'{"op":"+I","a":12345678901234567.89,"b":1e300}\n')
+    assert result.stdout == b"+I[12345678901234567.89, 1.0E300]\n"
+
+
+def test_10_as_of_stats_say_what_was_left_out() -> None:
+    args = ["materialize", SAMPLES / "product-prices.jsonl", "--key", "product_id"]
+    result = run_cdc([*args, "--as-of", "13:00:00", "--time-column", "update_time", "--stats"])
+    assert b"later than --as-of left out" in result.stderr and b"as retract 0" not in result.stderr
+
+
+def test_11_parquet_output_holds_big_integers_and_names_a_misfit(tmp_path: Path) -> None:
+    big = write_jsonl(tmp_path / "big.jsonl", [{"op": "+I", "id": 1}, {"op": "+I", "id": BIG}])
+    assert run_cdc(["to-changelog", big, "-o", tmp_path / "big.parquet"]).returncode == 0
+    assert [int(r["id"]) for r in read_parquet(tmp_path / "big.parquet")] == [1, BIG]
+    mixed = write_jsonl(tmp_path / "mixed.jsonl", [{"op": "+I", "id": 1}, {"op": "+I", "id": "x"}])
+    result = run_cdc(["to-changelog", mixed, "-o", tmp_path / "mixed.parquet"])
+    assert result.returncode == 3
+    assert b"<output>: row 2: column 'id' mixes integer and text 'x'" in result.stderr
+    assert b"-f jsonl" in result.stderr and not (tmp_path / "mixed.parquet").exists()
+
+
+class _Consumed:
+    def __init__(self) -> None:
+        self.total: int | None = None
+        self.consumed = 0
+
+    def start(self, total: int | None) -> None:
+        self.total = total
+
+    def advance(self, consumed: int) -> None:
+        self.consumed += consumed
+
+
+def test_12_progress_counts_input_consumed_on_every_path(tmp_path: Path) -> None:
+    from cdc.core.convert import to_changelog_spec
+    from cdc.formats.engine.job import Job
+    from cdc.formats.engine.run import run_job
+
+    rows = [{"op": "+I", "id": i, "name": "x" * 40} for i in range(60_000)]  # > 2 MB: workers read it
+    src = write_jsonl(tmp_path / "in.jsonl", rows)
+    for path, out in (("kernel-lines", "o.jsonl"), ("lines", "o.jsonl"), ("rows", "o.parquet")):
+        bar = _Consumed()
+        job = Job(to_changelog_spec(), (str(src),), output=str(tmp_path / out))
+        try:
+            run_job(job, bar, path=path)
+        except Exception as exc:  # the kernel may not be built here
+            assert "does not take this job" in str(exc)
+            continue
+        assert bar.total == bar.consumed == src.stat().st_size, path
+
+
+def test_12_only_a_cdc_that_reads_files_draws_a_bar() -> None:
+    from cdc.cli.progress import wanted
+
+    assert wanted(True, ["-"]) and not wanted(False, ["a.jsonl"])
+    assert not wanted(None, ["-"])  # downstream in a pipe: the first cdc draws the bar
+
+
+def test_13_inspect_says_what_a_file_is_when_it_is_not_a_changelog() -> None:
+    events = run_cdc(["inspect", SAMPLES / "mysql-inventory.jsonl"])
+    assert events.returncode == 3 and b"read it with --input-format debezium" in events.stderr
+    plain = run_cdc(["inspect", SAMPLES / "clicks.jsonl"])
+    assert b"--input-mode append" in plain.stderr
+    keyed = run_cdc(["inspect", "-i", "debezium", "--key", "id", SAMPLES / "postgres-default-identity.jsonl"])
+    assert keyed.returncode == 0, keyed.stderr
+
+
+def test_14_csv_on_stdin_hints_the_format() -> None:
+    result = run_cdc(["from-changelog"], stdin=(SAMPLES / "orders-ops.csv").read_bytes())
+    assert result.returncode == 3 and b"hint: this looks like CSV: name the format with -i csv" in result.stderr
+
+
+def test_15_columns_select_and_order_in_every_format(tmp_path: Path) -> None:
+    args = ["from-changelog", SAMPLES / "orders-ops.csv", "--columns", "status,order_id"]
+    assert parse_jsonl(run_cdc(args).stdout)[0] == {"status": "placed", "order_id": "1001"}
+    assert run_cdc([*args, "-f", "csv"]).stdout.splitlines()[:2] == [b"status,order_id", b"placed,1001"]
+    assert run_cdc([*args, "-o", tmp_path / "c.parquet"]).returncode == 0
+    assert list(read_parquet(tmp_path / "c.parquet")[0]) == ["status", "order_id"]
+    helped = subprocess.run(
+        [*__import__("helpers").cdc_executable(), "from-changelog", "--help"],
+        capture_output=True,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+    assert b"write these columns, in this order, in any format" in helped.stdout
+
+
+def test_16_unknown_time_columns_fail_and_diffs_print_null(tmp_path: Path) -> None:
+    result = run_cdc(["inspect", SAMPLES / "product-prices.jsonl", "--time-column", "nope"])
+    assert result.returncode == 3 and b"time column 'nope' does not exist" in result.stderr
+    log = write_jsonl(tmp_path / "log.jsonl", [{"op": "+I", "id": 1, "v": None}])
+    expected = tmp_path / "e.csv"
+    expected.write_text("id,v\n1,x\n")
+    diff = run_cdc(["materialize", log, "--key", "id", "--expect", expected])
+    assert b"expected 'x', got null" in diff.stdout and b"None" not in diff.stdout
+
+
+def test_17_the_readme_shows_ci_pipelines_with_pipefail() -> None:
+    readme = (REPO / "README.md").read_text()
+    ci = readme.split("--expect", 1)[1]
+    assert "set -euo pipefail" in ci
+
+
+def test_18_help_texts_show_their_brackets() -> None:
+    text = run_cdc(["to-changelog", "--help"]).stdout
+    assert b"[op, all input columns]" in text
+
+
+def test_19_csv_is_written_with_minimal_quoting_on_every_path(tmp_path: Path) -> None:
+    from helpers import write_parquet
+
+    src = write_parquet(tmp_path / "in.parquet", [{"op": "+I", "a": "x,y", "b": "", "c": None}])
+    arrow = run_cdc(["to-changelog", src, "-o", tmp_path / "a.csv"])
+    rows = run_cdc(["to-changelog", src, "-f", "csv"])
+    assert arrow.returncode == 0
+    assert (tmp_path / "a.csv").read_bytes() == rows.stdout == b'op,a,b,c\nINSERT,"x,y","",\n'
+
+
+def test_20_the_small_things(tmp_path: Path) -> None:
+    assert run_cdc(["from-changelog", SAMPLES / "orders-ops.csv", "-f", "CSV"]).returncode == 0
+    wrong = run_cdc(["materialize", SAMPLES / "product-prices.jsonl", "--key", "product"])
+    assert b"its columns are update_time, product_id" in wrong.stderr
+    missing = run_cdc(["materialize", "--key", "id", "--expect", tmp_path / "no.csv"], stdin=b"")
+    assert missing.returncode == 2 and b"--expect: the expected table" in missing.stderr
+    flink = run_cdc(["from-changelog"], stdin=b'{"op":"+I","id":1}\n')
+    assert b"--preset flink-short" in flink.stderr
+    bare = run_cdc([])
+    assert bare.returncode == 2 and b"Usage: cdc" in bare.stdout + bare.stderr
+    with open("/dev/full", "wb") as full:
+        stuck = subprocess.run(
+            [*__import__("helpers").cdc_executable(), "from-changelog", SAMPLES / "orders-ops.csv"],
+            stdout=full,
+            stderr=subprocess.PIPE,
+        )
+    assert stuck.returncode == 3 and b"output stopped there" in stuck.stderr
+    assert invoke(["materialize", "-f", "print"], stdin="").exit_code == 0
