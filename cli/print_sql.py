@@ -179,7 +179,8 @@ def _envelope_of(common: Common, spec: DecodeSpec) -> str:
     with open(path, "rb") as f:
         for line in f:
             if line.strip() and line.strip() != b"null":
-                return choose_envelope("auto", json.loads(line))
+                envelope: str = choose_envelope("auto", json.loads(line))
+                return envelope
     raise UsageError("--print-sql: the input has no record to recognise the envelope by")
 
 
