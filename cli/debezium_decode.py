@@ -40,7 +40,8 @@ def command(
       -f print
     cdc debezium-decode samples/mysql-inventory.jsonl \\
       --metadata source.table=tbl -o /tmp/changes.parquet
-    cdc debezium-decode samples/mysql-inventory.jsonl --print-sql
+    cdc debezium-decode samples/mysql-inventory.jsonl --raw-values \\
+      --on-error skip --print-sql
     ```
     """
     decode(

@@ -176,7 +176,8 @@ def command(
     cdc decode samples/canal-products.jsonl -f print
     cdc decode samples/maxwell-products.jsonl --metadata table --stats
     cdc decode samples/ogg-products.jsonl --key ID | cdc materialize --key ID
-    cdc decode samples/mysql-inventory.jsonl -e debezium --print-sql
+    cdc decode samples/canal-products.jsonl --table-include products \\
+      --on-error skip --print-sql
     ```
     """
     decode(

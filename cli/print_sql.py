@@ -3,12 +3,24 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
+from dataclasses import replace
 from itertools import islice
 from typing import Any
 
 from cdc.cli.options import Common
 from cdc.core.errors import UsageError
-from cdc.core.flinksql import Source, debezium_sql, from_changelog_sql, infer_columns, to_changelog_sql
+from cdc.core.flinksql import (
+    DebeziumInfo,
+    Source,
+    aggregate_sql,
+    debezium_sql,
+    decode_sql,
+    from_changelog_sql,
+    infer_columns,
+    scan_records,
+    to_changelog_sql,
+)
 from cdc.core.model import OnError
 from cdc.core.specs import AggregateSpec, DecodeSpec, FromChangelogSpec, ToChangelogSpec
 from cdc.core.stats import Counts
@@ -37,6 +49,11 @@ def columns_of(rows: list[dict[str, Any]], source: Source) -> dict[str, str]:
     return infer_columns(rows, text_only=source.fmt in ("csv", "tsv"))
 
 
+def empty_strings(rows: list[dict[str, Any]], source: Source) -> bool:
+    """CSV: a quoted empty field ("" → empty string) among the sampled rows."""
+    return source.fmt in ("csv", "tsv") and any(v == "" for r in rows for v in r.values())
+
+
 def emit(sql: str) -> None:
     sys.stdout.write(sql)
     sys.stdout.flush()
@@ -59,70 +76,169 @@ def print_from_changelog_sql(common: Common, spec: FromChangelogSpec) -> None:
             spec.keys,
             common.on_error == OnError.skip,
             spec.drop,
+            empty_strings=empty_strings(rows, source),
+            commit_columns=spec.commit_columns,
+            drop_columns=spec.commit_columns if spec.drop_commit_columns else (),
         )
     )
 
 
 def print_to_changelog_sql(common: Common, spec: ToChangelogSpec) -> None:
-    job, rows = sample(_job(common, spec))
+    job = resolve(_job(common, spec).with_(inputs=tuple(common.inputs[:1])))
     source = _source(job)
+    info = None
+    rows: list[dict[str, Any]] = []
     if source.fmt == "debezium":
-        rows = [{k: v for k, v in r.items() if k != spec.kind_column} for r in rows]
+        types, info = debezium_sample(common, DecodeSpec(kind_column=spec.kind_column))
+    else:
+        job, rows = sample(job)
+        types = columns_of(rows, source)
     emit(
         to_changelog_sql(
             "cdc to-changelog",
             source,
-            columns_of(rows, source),
+            types,
             spec.kind_column,
             spec.op_column,
             spec.mapping,
             spec.drop,
+            empty_strings=empty_strings(rows, source),
+            debezium=info,
         )
     )
 
 
-def print_decode_sql(common: Common, spec: DecodeSpec) -> None:
-    from cdc.formats.debezium import DebeziumDecoder, parse_metadata
+def debezium_sample(common: Common, spec: DecodeSpec) -> tuple[dict[str, str], DebeziumInfo]:
+    """The first events of a Debezium input: image column types as cdc decodes them, and what
+    Flink's debezium-json would meet (schema envelope, logical types, ``null`` lines, TOAST)."""
+    from cdc.formats.debezium import DebeziumDecoder
     from cdc.formats.registry import open_inputs
 
-    quiet = DecodeSpec(schema_include=spec.schema_include, raw_values=spec.raw_values, on_truncate="skip")
-    job = resolve(_job(common, quiet).with_(inputs=tuple(common.inputs[:1])))
-    decoder = DebeziumDecoder(quiet)  # kept: it tells whether the events came in an envelope
-    reader = open_inputs(job.inputs, job.formats, _ignore, None, {"debezium": decoder.reader})
-    rows = list(islice(iter(reader), SAMPLE_ROWS))
-    images = [{k: v for k, v in r.items() if k != quiet.kind_column} for r in rows]
+    job = resolve(_job(common, spec).with_(inputs=tuple(common.inputs[:1]), input_format="debezium"))
     source = Source(job.inputs[0], "debezium")
+
+    def read(raw: bool) -> tuple[list[dict[str, Any]], bool]:
+        quiet = DecodeSpec(
+            kind_column=spec.kind_column, schema_include=spec.schema_include, raw_values=raw, on_truncate="skip"
+        )
+        decoder = DebeziumDecoder(quiet)  # kept: it tells whether the events came in an envelope
+        reader = open_inputs(job.inputs, job.formats, _ignore, None, {"debezium": decoder.reader})
+        rows = list(islice(iter(reader), SAMPLE_ROWS))
+        images = [{k: v for k, v in r.items() if k != quiet.kind_column} for r in rows]
+        return images, spec.schema_include == "true" or decoder.saw_envelope
+
+    images, enveloped = read(spec.raw_values)
+    raw_images, _ = read(True)
+    scan = scan_events(job.inputs[0], spec.schema_include) if job.inputs[0] != "-" else DebeziumInfo()
+    info = replace(
+        scan, schema_include=enveloped, raw_columns=columns_of(raw_images, source), raw_values=spec.raw_values
+    )
+    return columns_of(images, source), info
+
+
+def envelope_sample(common: Common, spec: DecodeSpec) -> tuple[dict[str, str], DebeziumInfo]:
+    """The first records of a Canal / Maxwell / OGG input: column types as cdc decodes them, and
+    what Flink's format would meet (see ``flinksql.scan_records``)."""
+    quiet = replace(spec, on_truncate="skip", key=(), metadata=())
+    job, rows = sample(_job(common, quiet))
+    images = [{k: v for k, v in r.items() if k != spec.kind_column} for r in rows]
+    info = scan_events(job.inputs[0], envelope=spec.envelope) if job.inputs[0] != "-" else DebeziumInfo()
+    if spec.bootstrap == "skip" and info.unsupported:  # cdc skips bootstrap-insert rows too
+        info = replace(info, rejected=info.unsupported, unsupported="")
+    return infer_columns(images), info
+
+
+def scan_events(path: str, schema_include: str = "auto", envelope: str = "debezium") -> DebeziumInfo:
+    """The first records of an envelope file as sent (see ``flinksql.scan_records``)."""
+    import json
+
+    def records() -> Iterator[Any]:
+        with open(path, "rb") as f:
+            for line in islice(f, SAMPLE_ROWS * 2):
+                text = line.strip()
+                if not text:
+                    continue
+                try:
+                    yield json.loads(text)
+                except ValueError:
+                    continue
+
+    return scan_records(records(), envelope, schema_include)
+
+
+def _envelope_of(common: Common, spec: DecodeSpec) -> str:
+    if spec.envelope != "auto":
+        return spec.envelope
+    import json
+
+    from cdc.core.envelopes import choose_envelope
+
+    path = common.inputs[0] if common.inputs else "-"
+    if path == "-":
+        raise UsageError("--print-sql needs an input file", hint="name the input file")
+    with open(path, "rb") as f:
+        for line in f:
+            if line.strip() and line.strip() != b"null":
+                envelope: str = choose_envelope("auto", json.loads(line))
+                return envelope
+    raise UsageError("--print-sql: the input has no record to recognise the envelope by")
+
+
+def print_decode_sql(common: Common, spec: DecodeSpec) -> None:
+    spec = replace(spec, envelope=_envelope_of(common, spec))
+    skip = common.on_error == OnError.skip
+    if spec.envelope == "debezium":
+        from cdc.formats.debezium import parse_metadata
+
+        columns, info = debezium_sample(common, spec)
+        emit(
+            debezium_sql(
+                "cdc debezium-decode",
+                Source(common.inputs[0] if common.inputs else "-", "debezium"),
+                columns,
+                info.schema_include,
+                list(parse_metadata(spec.metadata)),
+                skip,
+                spec.key,
+                info=info,
+            )
+        )
+        return
+    from cdc.core.envelopes import parse_metadata as envelope_metadata
+
+    columns, info = envelope_sample(common, spec)
     emit(
-        debezium_sql(
-            "cdc debezium-decode",
-            source,
-            columns_of(images, source),
-            spec.schema_include == "true" or decoder.saw_envelope,
-            list(parse_metadata(spec.metadata)),
-            common.on_error == OnError.skip,
-            spec.key,
+        decode_sql(
+            Source(common.inputs[0] if common.inputs else "-", spec.envelope),
+            columns,
+            metadata=envelope_metadata(spec.envelope, list(spec.metadata)),
+            skip=skip,
+            key=spec.key,
+            info=info,
+            database_include=spec.database_include,
+            table_include=spec.table_include,
         )
     )
 
 
 def print_aggregate_sql(common: Common, spec: AggregateSpec) -> None:
     """The continuous GROUP BY over the input table (append-only rows, or changelog rows read
-    back through FROM_CHANGELOG)."""
-    from cdc.core.flinksql import changelog_view, create_table, header
+    back through FROM_CHANGELOG; upsert rows only from an upsert-kafka source)."""
     from cdc.core.specs import CopySpec
 
     reads = "changelog" if spec.input_mode == "changelog" else "rows"
     job, rows = sample(_job(common, CopySpec(reads, spec.kind_column)))
     source = _source(job)
-    if spec.input_mode == "upsert":
-        raise UsageError(
-            "--print-sql: upsert input needs FROM_CHANGELOG with PARTITION BY, which Flink 2.3 does not take",
-            hint="declare the source with a PRIMARY KEY on an upsert-kafka table instead",
+    emit(
+        aggregate_sql(
+            source,
+            columns_of(rows, source),
+            list(spec.query.group_by),
+            [],
+            input_mode=spec.input_mode,
+            kind_column=spec.kind_column,
+            keys=spec.key,
+            empty_strings=empty_strings(rows, source),
+            select=spec.query.select_sql,
         )
-    table = create_table("cdc_input", columns_of(rows, source), source)
-    parts = [header("cdc aggregate", source), table]
-    name = "`cdc_input`"
-    if spec.input_mode == "changelog":
-        parts.append(changelog_view(columns_of(rows, source), spec.kind_column))
-        name = "`cdc_changelog`"
-    emit("\n\n".join(parts) + "\n\n" + spec.query.select_sql(name) + ";\n")
+    )
