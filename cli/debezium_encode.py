@@ -26,7 +26,7 @@ def parse_source(pairs: list[str]) -> tuple[tuple[str, str], ...]:
     return tuple(source.items())
 
 
-@o.cdc_command(o.INPUT, o.OUTPUT, o.ERRORS, o.REPORT)
+@o.cdc_command(o.INPUT, o.OUTPUT, o.ERRORS, o.REPORT, o.SQL)
 def command(
     common: o.Common,
     split_updates: Annotated[
@@ -85,6 +85,11 @@ def command(
         source=parse_source(source or []),
         key=o.split_list(key),
     )
+    if common.print_sql:
+        from cdc.cli.print_sql import print_encode_sql
+
+        print_encode_sql(common, spec)
+        return
     common.output_format = "jsonl"
     run(common, spec, "debezium-encode", _summary)
 

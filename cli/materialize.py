@@ -69,7 +69,7 @@ Expect = Annotated[
 ]
 
 
-@o.cdc_command(o.INPUT, o.OUTPUT, o.ERRORS, o.REPORT)
+@o.cdc_command(o.INPUT, o.OUTPUT, o.ERRORS, o.REPORT, o.SQL)
 def command(
     common: o.Common,
     key: o.KeyOpt = None,
@@ -108,6 +108,11 @@ def command(
         sort=sort,
         commit_columns=o.commit_columns(commit_columns),
     )
+    if common.print_sql:
+        from cdc.cli.print_sql import print_materialize_sql
+
+        print_materialize_sql(common, spec)
+        return
     if expect is not None and not os.path.isfile(expect):
         raise UsageError(f"--expect: the expected table {expect!r} does not exist")
     if common.output_format is None and common.output == "-" and expect is None and stdout_is_terminal():

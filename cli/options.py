@@ -47,6 +47,13 @@ class Common:
     progress: bool | None = None
     verbose: bool = False
     print_sql: bool = False
+    flink_version: str = "2.3"
+    sql_source: str = "filesystem"
+    sql_sink: str = "none"
+    topic: str | None = None
+    sink_topic: str | None = None
+    bootstrap_servers: str | None = None
+    sink_path: str | None = None
 
 
 @dataclass(frozen=True)
@@ -194,11 +201,88 @@ SQL = Group(
                 bool,
                 typer.Option(
                     "--print-sql",
-                    help="Print the Flink SQL that does the same job on a cluster, and exit.",
+                    help="Print the Flink SQL script that does the same job on a cluster, and exit.",
                     rich_help_panel=SQL_PANEL,
                 ),
             ],
             False,
+        ),
+        (
+            "flink_version",
+            Annotated[
+                str,
+                typer.Option(
+                    "--flink-version",
+                    help="The Flink the script is for; a job it cannot do is refused (exit 2) with the reason.",
+                    rich_help_panel=SQL_PANEL,
+                ),
+            ],
+            "2.3",
+        ),
+        (
+            "sql_source",
+            Annotated[
+                str,
+                typer.Option(
+                    "--sql-source",
+                    help="Where the script reads: filesystem (the input file), kafka or upsert-kafka (--topic).",
+                    rich_help_panel=SQL_PANEL,
+                ),
+            ],
+            "filesystem",
+        ),
+        (
+            "sql_sink",
+            Annotated[
+                str,
+                typer.Option(
+                    "--sql-sink",
+                    help="Where the script writes: none (the SQL client shows it), filesystem (--sink-path), "
+                    "kafka or upsert-kafka (--sink-topic).",
+                    rich_help_panel=SQL_PANEL,
+                ),
+            ],
+            "none",
+        ),
+        (
+            "topic",
+            Annotated[
+                str | None,
+                typer.Option(
+                    "--topic", help="The source's Kafka topic.", rich_help_panel=SQL_PANEL, show_default=False
+                ),
+            ],
+            None,
+        ),
+        (
+            "sink_topic",
+            Annotated[
+                str | None,
+                typer.Option(
+                    "--sink-topic", help="The sink's Kafka topic.", rich_help_panel=SQL_PANEL, show_default=False
+                ),
+            ],
+            None,
+        ),
+        (
+            "bootstrap_servers",
+            Annotated[
+                str | None,
+                typer.Option(
+                    "--bootstrap-servers", help="Kafka's host:port list.", rich_help_panel=SQL_PANEL, show_default=False
+                ),
+            ],
+            None,
+        ),
+        (
+            "sink_path",
+            Annotated[
+                str | None,
+                typer.Option(
+                    "--sink-path", help="The filesystem sink's folder.", rich_help_panel=SQL_PANEL, show_default=False
+                ),
+            ],
+            None,
         ),
     )
 )

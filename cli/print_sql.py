@@ -12,17 +12,29 @@ from cdc.cli.options import Common
 from cdc.core.errors import UsageError
 from cdc.core.flinksql import (
     DebeziumInfo,
+    Sink,
     Source,
     aggregate_sql,
+    debezium_encode_sql,
     debezium_sql,
     decode_sql,
     from_changelog_sql,
     infer_columns,
+    materialize_sql,
+    replay_sql,
     scan_records,
     to_changelog_sql,
 )
 from cdc.core.model import OnError
-from cdc.core.specs import AggregateSpec, DecodeSpec, FromChangelogSpec, ToChangelogSpec
+from cdc.core.specs import (
+    AggregateSpec,
+    DecodeSpec,
+    EncodeSpec,
+    FromChangelogSpec,
+    MaterializeSpec,
+    ReplaySpec,
+    ToChangelogSpec,
+)
 from cdc.core.stats import Counts
 from cdc.formats.engine.inputs import open_rows, resolve
 from cdc.formats.engine.job import Job
@@ -41,8 +53,19 @@ def sample(job: Job) -> tuple[Job, list[dict[str, Any]]]:
     return job, list(islice(iter(reader), SAMPLE_ROWS))
 
 
-def _source(job: Job) -> Source:
-    return Source(job.inputs[0], job.formats[0])
+def _source(job: Job, common: Common | None = None, key: tuple[str, ...] = ()) -> Source:
+    """The input as a Flink table: the file, or the Kafka topic ``--sql-source`` names."""
+    fmt = job.formats[0] if job.formats else "jsonl"
+    if common is None or common.sql_source == "filesystem":
+        return Source(job.inputs[0], fmt)
+    return Source(job.inputs[0], fmt, common.sql_source, common.topic, common.bootstrap_servers, key)
+
+
+def _sink(common: Common, key: tuple[str, ...] = (), kind_column: str = "op") -> Sink | None:
+    """Where the script writes: nowhere (the SQL client shows the result), or ``--sql-sink``."""
+    if common.sql_sink == "none":
+        return None
+    return Sink(common.sql_sink, common.sink_path, common.sink_topic, common.bootstrap_servers, key, kind_column)
 
 
 def columns_of(rows: list[dict[str, Any]], source: Source) -> dict[str, str]:
@@ -65,7 +88,7 @@ def _job(common: Common, spec: Any) -> Job:
 
 def print_from_changelog_sql(common: Common, spec: FromChangelogSpec) -> None:
     job, rows = sample(_job(common, spec))
-    source = _source(job)
+    source = _source(job, common, spec.keys)
     emit(
         from_changelog_sql(
             "cdc from-changelog",
@@ -79,13 +102,15 @@ def print_from_changelog_sql(common: Common, spec: FromChangelogSpec) -> None:
             empty_strings=empty_strings(rows, source),
             commit_columns=spec.commit_columns,
             drop_columns=spec.commit_columns if spec.drop_commit_columns else (),
+            flink_version=common.flink_version,
+            sink=_sink(common, spec.keys, spec.kind_column),
         )
     )
 
 
 def print_to_changelog_sql(common: Common, spec: ToChangelogSpec) -> None:
     job = resolve(_job(common, spec).with_(inputs=tuple(common.inputs[:1])))
-    source = _source(job)
+    source = _source(job, common)
     info = None
     rows: list[dict[str, Any]] = []
     if source.fmt == "debezium":
@@ -104,6 +129,8 @@ def print_to_changelog_sql(common: Common, spec: ToChangelogSpec) -> None:
             spec.drop,
             empty_strings=empty_strings(rows, source),
             debezium=info,
+            flink_version=common.flink_version,
+            sink=_sink(common),
         )
     )
 
@@ -184,6 +211,13 @@ def _envelope_of(common: Common, spec: DecodeSpec) -> str:
     raise UsageError("--print-sql: the input has no record to recognise the envelope by")
 
 
+def _envelope_source(common: Common, envelope: str, key: tuple[str, ...]) -> Source:
+    path = common.inputs[0] if common.inputs else "-"
+    if common.sql_source == "filesystem":
+        return Source(path, envelope)
+    return Source(path, envelope, common.sql_source, common.topic, common.bootstrap_servers, key)
+
+
 def print_decode_sql(common: Common, spec: DecodeSpec) -> None:
     spec = replace(spec, envelope=_envelope_of(common, spec))
     skip = common.on_error == OnError.skip
@@ -194,13 +228,15 @@ def print_decode_sql(common: Common, spec: DecodeSpec) -> None:
         emit(
             debezium_sql(
                 "cdc debezium-decode",
-                Source(common.inputs[0] if common.inputs else "-", "debezium"),
+                _envelope_source(common, "debezium", spec.key),
                 columns,
                 info.schema_include,
                 list(parse_metadata(spec.metadata)),
                 skip,
                 spec.key,
                 info=info,
+                flink_version=common.flink_version,
+                sink=_sink(common, spec.key, spec.kind_column),
             )
         )
         return
@@ -209,7 +245,7 @@ def print_decode_sql(common: Common, spec: DecodeSpec) -> None:
     columns, info = envelope_sample(common, spec)
     emit(
         decode_sql(
-            Source(common.inputs[0] if common.inputs else "-", spec.envelope),
+            _envelope_source(common, spec.envelope, spec.key),
             columns,
             metadata=envelope_metadata(spec.envelope, list(spec.metadata)),
             skip=skip,
@@ -217,6 +253,8 @@ def print_decode_sql(common: Common, spec: DecodeSpec) -> None:
             info=info,
             database_include=spec.database_include,
             table_include=spec.table_include,
+            flink_version=common.flink_version,
+            sink=_sink(common, spec.key, spec.kind_column),
         )
     )
 
@@ -228,7 +266,7 @@ def print_aggregate_sql(common: Common, spec: AggregateSpec) -> None:
 
     reads = "changelog" if spec.input_mode == "changelog" else "rows"
     job, rows = sample(_job(common, CopySpec(reads, spec.kind_column)))
-    source = _source(job)
+    source = _source(job, common, spec.key)
     emit(
         aggregate_sql(
             source,
@@ -240,5 +278,81 @@ def print_aggregate_sql(common: Common, spec: AggregateSpec) -> None:
             keys=spec.key,
             empty_strings=empty_strings(rows, source),
             select=spec.query.select_sql,
+            flink_version=common.flink_version,
+            sink=_sink(common, spec.query.group_by, spec.kind_column),
+        )
+    )
+
+
+def _changelog_sample(common: Common, kind_column: str, reads: str = "changelog") -> tuple[Job, list[dict[str, Any]]]:
+    from cdc.core.specs import CopySpec
+
+    return sample(_job(common, CopySpec(reads, kind_column)))
+
+
+def print_materialize_sql(common: Common, spec: MaterializeSpec) -> None:
+    """The table a changelog describes, as the SQL client's result table (or an upsert sink)."""
+    if spec.as_of is not None or spec.dedup:
+        raise UsageError(
+            "--as-of and --dedup have no Flink SQL form here",
+            hint="print the SQL without them; a temporal join (FOR SYSTEM_TIME AS OF) is the cluster's --as-of",
+        )
+    job, rows = _changelog_sample(common, spec.kind_column)
+    source = _source(job, common)
+    emit(
+        materialize_sql(
+            source,
+            columns_of(rows, source),
+            kind_column=spec.kind_column,
+            keys=spec.key,
+            flink_version=common.flink_version,
+            sink=_sink(common, spec.key),
+            empty_strings=empty_strings(rows, source),
+        )
+    )
+
+
+def print_replay_sql(common: Common, spec: ReplaySpec) -> None:
+    """ChangelogNormalize: an upsert-kafka source keyed by --key, or keep-last by --order-by."""
+    if spec.since is not None or spec.until is not None or spec.keep_noop:
+        raise UsageError("--since, --until, --net and --keep-noop have no Flink SQL form here")
+    reads = "changelog" if spec.input_mode == "changelog" else "rows"
+    job, rows = _changelog_sample(common, spec.kind_column, reads)
+    source = _source(job, common, spec.key)
+    emit(
+        replay_sql(
+            source,
+            columns_of(rows, source),
+            spec.key,
+            input_mode=spec.input_mode,
+            emit=spec.emit,
+            kind_column=spec.kind_column,
+            order_by=spec.order_by,
+            delete_when=spec.delete_when,
+            flink_version=common.flink_version,
+            sink=_sink(common, spec.key, spec.kind_column),
+            empty_strings=empty_strings(rows, source),
+        )
+    )
+
+
+def print_encode_sql(common: Common, spec: EncodeSpec) -> None:
+    """A debezium-json sink written from the changelog (Flink's form: -U → d, +U → c)."""
+    job, rows = _changelog_sample(common, spec.kind_column)
+    source = _source(job, common)
+    sink = _sink(common, spec.key, spec.kind_column)
+    if sink is None:
+        raise UsageError(
+            "debezium-encode writes events: name where, --sql-sink kafka --sink-topic T --bootstrap-servers H "
+            "(or --sql-sink filesystem --sink-path DIR)"
+        )
+    emit(
+        debezium_encode_sql(
+            source,
+            columns_of(rows, source),
+            sink,
+            kind_column=spec.kind_column,
+            split_updates=spec.split_updates,
+            flink_version=common.flink_version,
         )
     )

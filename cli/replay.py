@@ -33,7 +33,7 @@ class Emit(StrEnum):
     upsert = "upsert"
 
 
-@o.cdc_command(o.INPUT, o.OUTPUT, o.ERRORS, o.REPORT)
+@o.cdc_command(o.INPUT, o.OUTPUT, o.ERRORS, o.REPORT, o.SQL)
 def command(
     common: o.Common,
     key: o.KeyOpt = None,
@@ -145,6 +145,11 @@ def command(
         delete_when=parse_delete_when(delete_when),
         kind_column=kind_column,
     )
+    if common.print_sql:
+        from cdc.cli.print_sql import print_replay_sql
+
+        print_replay_sql(common, spec)
+        return
     if live:
         _live(common, spec, delay)
         return
