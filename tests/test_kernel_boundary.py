@@ -541,3 +541,23 @@ def test_table_takes_no_arguments() -> None:
         _kernel.apply_changes(b"", {})
     with pytest.raises(TypeError):
         _kernel.keyed(b"", 0, b'"op"', SPELLINGS, KEYS, object())
+
+
+# ---------------------------------------------------------------- the fuzz, briefly
+
+
+def test_a_short_seeded_fuzz_of_every_entry_point_finds_nothing() -> None:
+    """A few thousand executions of scripts/kernel-fuzz.py (the campaigns run millions, under
+    the sanitizers: scripts/kernel-sanitize.sh --fuzz N)."""
+    spec = importlib.util.spec_from_file_location("kernel_fuzz", ROOT / "scripts" / "kernel-fuzz.py")
+    assert spec and spec.loader
+    fuzz = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = fuzz  # its dataclass looks itself up there
+    try:
+        spec.loader.exec_module(fuzz)
+        report = fuzz.run(seed=20240601, executions=6000, kernel=_kernel)
+    finally:
+        del sys.modules[spec.name]
+    assert report.findings == [], report.findings[:5]
+    assert set(report.executions) == set(fuzz.ENTRIES), report.executions
+    assert sum(report.accepted_lines.values()) > 1000, report.accepted_lines
