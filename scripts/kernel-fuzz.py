@@ -69,19 +69,17 @@ class Finding(Exception):
     pass
 
 
-def _loads(line: bytes) -> Any:
-    """The general path's parser for this line (as the row path chooses it): whether it accepts."""
+def _parser(line: bytes) -> Callable[[bytes], Any]:
+    """The general path's parser for this line, as the row path chooses it (orjson, or the exact
+    parser where a long digit run is). Rows the kernel wrote from a line are compared with it
+    parsed by that line's parser: they hold no digit run it lacks."""
     from cdc.formats.jsonl import loads_for
 
-    return loads_for(line)(line)
+    return loads_for(line)
 
 
-def _exact(line: bytes) -> Any:
-    """The values, to compare: the row path's exact parser, whatever the digit runs of the line (the
-    path's choice of parser is per chunk: item 10 of issue 12, not the kernel's)."""
-    from cdc.formats.jsonl import _loads_exact
-
-    return _loads_exact(line)
+def _loads(line: bytes) -> Any:
+    return _parser(line)(line)
 
 
 # ---------------------------------------------------------------- valid input
@@ -272,8 +270,10 @@ class Corpus:
 # ---------------------------------------------------------------- checks
 
 
-def _accepted(chunk: bytes, start: int, position: int, lines: int, report: Report, entry: str) -> list[Any]:
-    """The lines the kernel took, parsed the general way: each must be an object."""
+def _accepted(
+    chunk: bytes, start: int, position: int, lines: int, report: Report, entry: str
+) -> list[tuple[Any, Callable[[bytes], Any]]]:
+    """The lines the kernel took, parsed the general way (each must be an object), with the parser."""
     taken = chunk[start:position]
     pieces = taken.split(b"\n") if taken else []
     if taken.endswith(b"\n"):
@@ -282,8 +282,9 @@ def _accepted(chunk: bytes, start: int, position: int, lines: int, report: Repor
         raise Finding(f"{entry}: {lines} lines reported, {len(pieces)} between start and position")
     parsed = []
     for piece in pieces:
+        parse = _parser(piece)
         try:
-            value = _loads(piece)
+            value = parse(piece)
         except ValueError as err:
             if "Exceeds the limit" in str(err):  # an integer of > 4,300 digits: item 10 of issue 12
                 report.known["kernel accepts an integer of over 4,300 digits, CPython's int() refuses it"] += 1
@@ -291,7 +292,7 @@ def _accepted(chunk: bytes, start: int, position: int, lines: int, report: Repor
             raise Finding(f"{entry}: accepted a line the general path refuses ({err}): {piece[:300]!r}") from None
         if type(value) is not dict:
             raise Finding(f"{entry}: accepted a line that is not an object: {piece[:300]!r}")
-        parsed.append(_exact(piece))
+        parsed.append((value, parse))
     report.accepted_lines[entry] += len(parsed)
     return parsed
 
@@ -300,10 +301,10 @@ class _Known(Exception):
     pass
 
 
-def _same_row(entry: str, got: bytes, expected: list[tuple[str, Any]]) -> None:
+def _same_row(entry: str, got: bytes, expected: list[tuple[str, Any]], parse: Callable[[bytes], Any]) -> None:
     try:
         _loads(got)
-        value = _exact(got)
+        value = parse(got)
     except ValueError as err:
         raise Finding(f"{entry}: wrote a row that is not JSON ({err}): {got[:300]!r}") from None
     if list(value.items()) != expected:
@@ -364,7 +365,7 @@ def fuzz_columns(k: Any, rng: random.Random, corpus: Corpus, report: Report) -> 
     expected_kinds = [0, 0, 0, 0]
     expected_dropped = 0
     at = 0
-    for value in parsed:
+    for value, parse in parsed:
         code = value.get(column)
         if not isinstance(code, str) or code not in codes_map or (name != column and name in value):
             raise Finding(f"columns: accepted a line without one of the codes, or with {name!r}: {value!r:.300}")
@@ -375,7 +376,8 @@ def fuzz_columns(k: Any, rng: random.Random, corpus: Corpus, report: Report) -> 
         expected_kinds[entry[0]] += 1
         if at >= len(rows):
             raise Finding("columns: fewer rows written than lines accepted")
-        _same_row("columns", rows[at], [(name, entry[1]), *[(m, v) for m, v in value.items() if m != column]])
+        expected = [(name, entry[1]), *[(m, v) for m, v in value.items() if m != column]]
+        _same_row("columns", rows[at], expected, parse)
         at += 1
     if at != len(rows) or list(kinds) != expected_kinds or dropped != expected_dropped:
         raise Finding(f"columns: counts {kinds}/{dropped} for {expected_kinds}/{expected_dropped}, rows {len(rows)}")
@@ -415,8 +417,8 @@ def fuzz_debezium(k: Any, rng: random.Random, corpus: Corpus, report: Report) ->
     if rows.pop() != b"":
         raise Finding("debezium: output does not end with a newline")
     expected_kinds = [0, 0, 0, 0]
-    expected_rows: list[list[tuple[str, Any]]] = []
-    for event in parsed:
+    expected_rows: list[tuple[list[tuple[str, Any]], Callable[[bytes], Any]]] = []
+    for event, parse in parsed:
         if "payload" in event:
             if not envelopes:
                 raise Finding(f"debezium: took an envelope with envelopes off: {event!r:.200}")
@@ -435,11 +437,11 @@ def fuzz_debezium(k: Any, rng: random.Random, corpus: Corpus, report: Report) ->
             if type(values) is not dict or not values or kind_column in values or PLACEHOLDER in values.values():
                 raise Finding(f"debezium: took an image that is not a plain one: {values!r:.300}")
             expected_kinds[kind] += 1
-            expected_rows.append([(kind_column, KINDS[kind]), *event[image].items()])
+            expected_rows.append(([(kind_column, KINDS[kind]), *event[image].items()], parse))
     if len(rows) != len(expected_rows) or list(kinds) != expected_kinds:
         raise Finding(f"debezium: {len(rows)} rows, counts {kinds}; expected {len(expected_rows)}, {expected_kinds}")
-    for got, expected in zip(rows, expected_rows, strict=True):
-        _same_row("debezium", got, expected)
+    for got, (expected, parse) in zip(rows, expected_rows, strict=True):
+        _same_row("debezium", got, expected, parse)
 
 
 def _spec(rng: random.Random) -> tuple[bytes, tuple[tuple[bytes, int], ...], tuple[bytes, ...]]:
@@ -473,7 +475,7 @@ def fuzz_keyed(
     parsed = _accepted(chunk, start, position, lines, report, entry)
     # each record: the line's offset, its kind, its key (the key values, joined by ","), its row
     at, offsets = 0, []
-    for value in parsed:
+    for value, parse in parsed:
         kind, offset, key_len = struct.unpack_from("=BII", packed, at)
         key = packed[at + 9 : at + 9 + key_len]
         (row_len,) = struct.unpack_from("=I", packed, at + 9 + key_len)
@@ -484,9 +486,9 @@ def fuzz_keyed(
         if kind != (KINDS.index(word) if word in KINDS else LONG.index(word)):
             raise Finding(f"parse_changes: kind {kind} for {word!r}")
         names = [json.loads(n) for n in keys]
-        if _exact(b"[" + key + b"]") != [value[n] for n in names] or len(key) > k.MAX_KEY_BYTES:
+        if parse(b"[" + key + b"]") != [value[n] for n in names] or len(key) > k.MAX_KEY_BYTES:
             raise Finding(f"parse_changes: key {key[:200]!r} for {[value[n] for n in names]!r:.200}")
-        _same_row("parse_changes", row, [(m, v) for m, v in value.items() if m != "op"])
+        _same_row("parse_changes", row, [(m, v) for m, v in value.items() if m != "op"], parse)
     if at != len(packed):
         raise Finding("parse_changes: bytes after the last record")
     if offsets and (offsets[0] != start or any(b <= a for a, b in zip(offsets, offsets[1:], strict=False))):
@@ -643,7 +645,7 @@ def run(
     deadline = None if seconds is None else time.monotonic() + seconds
     for i in range(start, start + executions):
         rng = random.Random(seed * 1_000_000_007 + i)
-        if i % 25 == 0:
+        if i % 100 == 0:
             corpus.renew(rng)
         entry = rng.choices(entries, weights)[0]
         report.executions[entry] += 1

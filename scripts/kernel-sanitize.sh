@@ -62,14 +62,22 @@ loaded=$(realpath "$("$PY" -c "import cdc.formats.engine.native._kernel as k; pr
 [ "$loaded" = "$so" ] || { echo "kernel-sanitize: Python loads $loaded, not the sanitized build" >&2; exit 1; }
 
 status=0
-# tests/test_splice.py's count_lines test imports the kernel from its old place (cdc.formats._kernel):
-# it fails with or without sanitizers until that file follows the move.
-stale=(--deselect tests/test_splice.py::test_the_kernel_counts_lines_as_bytes_count_does)
+# The kernel's tests: every test file that names it, and the commands' fuzz, corpus, materialize
+# and fast-path tests (the paths that call it).
+mapfile -t kernel_tests < <(
+    { grep -l -E "kernel" tests/test_*.py; ls tests/test_{fuzz,corpus,materialize,fast_paths}.py 2>/dev/null; } |
+        grep -v test_quality | sort -u
+)
+# A count_lines test that still imports the kernel from its place before the move fails with or
+# without sanitizers: left out while it does.
+skip=()
+if grep -q "from cdc.formats import _kernel" tests/test_splice.py 2>/dev/null; then
+    skip=(--deselect tests/test_splice.py::test_the_kernel_counts_lines_as_bytes_count_does)
+fi
 case "$tests" in
-    kernel) "$PY" -m pytest -q -p no:cacheprovider "${stale[@]}" tests/test_kernel_boundary.py tests/test_splice.py \
-                tests/test_keyed_lines.py tests/test_fast_paths.py tests/test_fuzz.py tests/test_materialize.py \
-                tests/test_corpus.py || status=$? ;;
-    all) "$PY" -m pytest -q -p no:cacheprovider "${stale[@]}" || status=$? ;;
+    kernel) echo "kernel-sanitize: ${kernel_tests[*]}"
+            "$PY" -m pytest -q -p no:cacheprovider "${skip[@]}" "${kernel_tests[@]}" || status=$? ;;
+    all) "$PY" -m pytest -q -p no:cacheprovider "${skip[@]}" || status=$? ;;
     none) ;;
 esac
 if [ "$fuzz" -gt 0 ]; then
