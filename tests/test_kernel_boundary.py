@@ -486,6 +486,27 @@ def test_images_in_opposite_orders_do_not_slow_the_kernel() -> None:
     assert ratio < 4, ratio
 
 
+def test_without_a_random_hash_key_the_kernel_is_not_loaded() -> None:
+    """The key is drawn from os.urandom at import; if that fails, the import fails as an
+    ImportError (the Python side then runs without the kernel), not with another exception."""
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import os\n"
+            "def fail(n): raise OSError('no entropy')\n"
+            "os.urandom = fail\n"
+            "from cdc.formats.engine.native import kernel\n"
+            "print(kernel.available())\n",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "False"
+
+
 # ---------------------------------------------------------------- the table
 
 

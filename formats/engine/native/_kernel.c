@@ -1552,7 +1552,12 @@ static int seed_hash(void) {
 }
 
 PyMODINIT_FUNC PyInit__kernel(void) {
-    if (seed_hash() < 0 || PyType_Ready(&TableType) < 0) return NULL;
+    if (seed_hash() < 0) { /* an ImportError: the Python side then runs without the kernel */
+        PyErr_Clear();
+        PyErr_SetString(PyExc_ImportError, "cdc kernel: os.urandom gave no hash key");
+        return NULL;
+    }
+    if (PyType_Ready(&TableType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m && (PyModule_AddObjectRef(m, "Table", (PyObject *)&TableType) < 0 ||
               PyModule_AddIntConstant(m, "MAX_KEY_BYTES", (long)MAX_KEY_BYTES) < 0))
