@@ -279,22 +279,79 @@ static ptr scan_number(ptr p, ptr end) {
 
 static ptr skip_value(ptr p, ptr end, int depth);
 
+/* A member name of a nested object, as written (quotes included). */
+typedef struct {
+    ptr name;
+    size_t length;
+} Span;
+
+/* Names compared in pairs as they come; past this many they are sorted once the object ends. */
+#define NESTED_NAMES 16
+
+static int span_order(const void *a, const void *b) {
+    const Span *x = (const Span *)a, *y = (const Span *)b;
+    size_t shorter = x->length < y->length ? x->length : y->length;
+    int c = memcmp(x->name, y->name, shorter);
+    if (c != 0) return c;
+    return (x->length > y->length) - (x->length < y->length);
+}
+
+/* Whether sorted names hold one twice. */
+static int spans_repeat(Span *spans, size_t n) {
+    qsort(spans, n, sizeof(Span), span_order);
+    for (size_t i = 1; i < n; i++)
+        if (spans[i].length == spans[i - 1].length && memcmp(spans[i].name, spans[i - 1].name, spans[i].length) == 0)
+            return 1;
+    return 0;
+}
+
+/* A repeated name keeps its last value (Jackson's rule, and the general way's); the kernel copies
+ * a nested object as it stands, so one that repeats a name -- or whose names it cannot compare as
+ * bytes, escaped ones -- is declined (NULL), and the general way writes it. Runs without the GIL:
+ * plain malloc for objects with many names, freed on every way out. */
 static ptr skip_object(ptr p, ptr end, int depth) {
     if (depth > MAX_DEPTH) return NULL;
     p = ws(p + 1, end);
     if (p < end && *p == '}') return p + 1;
+    Span local[NESTED_NAMES];
+    Span *spans = local;
+    size_t n = 0, room = NESTED_NAMES;
+    ptr result = NULL;
     for (;;) {
         int esc = 0;
-        if (p >= end || *p != '"' || !(p = scan_string(p, end, &esc))) return NULL;
+        ptr name = p;
+        if (p >= end || *p != '"' || !(p = scan_string(p, end, &esc)) || esc) goto done;
+        size_t length = (size_t)(p - name);
+        if (n < NESTED_NAMES) {
+            for (size_t i = 0; i < n; i++)
+                if (spans[i].length == length && memcmp(spans[i].name, name, length) == 0) goto done;
+        } else if (n == room) {
+            if (room > (size_t)PY_SSIZE_T_MAX / (2 * sizeof(Span))) goto done;
+            Span *grown = malloc(2 * room * sizeof(Span));
+            if (grown == NULL) goto done; /* declined: the general way has the memory it needs */
+            memcpy(grown, spans, n * sizeof(Span));
+            if (spans != local) free(spans);
+            spans = grown;
+            room *= 2;
+        }
+        spans[n].name = name;
+        spans[n].length = length;
+        n++;
         p = ws(p, end);
-        if (p >= end || *p != ':') return NULL;
-        if (!(p = skip_value(ws(p + 1, end), end, depth))) return NULL;
+        if (p >= end || *p != ':') goto done;
+        if (!(p = skip_value(ws(p + 1, end), end, depth))) goto done;
         p = ws(p, end);
-        if (p >= end) return NULL;
-        if (*p == '}') return p + 1;
-        if (*p != ',') return NULL;
+        if (p >= end) goto done;
+        if (*p == '}') {
+            if (n <= NESTED_NAMES || !spans_repeat(spans, n)) result = p + 1;
+            goto done;
+        }
+        if (*p != ',') goto done;
         p = ws(p + 1, end);
     }
+done:
+    if (spans != local) free(spans);
+    return result;
 }
 
 static ptr skip_array(ptr p, ptr end, int depth) {
