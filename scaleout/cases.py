@@ -470,6 +470,11 @@ def materialize(work: Path) -> list[Case]:
                 note=f"cdc from-changelog --preset {case['preset']} {case['feed']}, then materialize",
             )
         )
+    dbz = ORACLE / "dbz_0" / "input.jsonl"
+    cases += [
+        Case("conformance/flink-oracle", "dbz_0", "materialize", [dbz], ["-i", "debezium"], "table"),
+        Case("conformance/flink-oracle", "dbz_0", "materialize", [dbz], ["-i", "debezium", "--key", "id"], "table"),
+    ]
     s = SAMPLES
     pp = s / "product-prices.jsonl"
     cases += [
@@ -561,6 +566,17 @@ def replay(work: Path) -> list[Case]:
             keys=["id"],
         )
     )
+    for name in ("dbz_0", "dbz_schema_0"):
+        cases.append(
+            Case(
+                "conformance/flink-oracle",
+                name,
+                "replay",
+                [ORACLE / name / "input.jsonl"],
+                ["-i", "debezium", "--key", "id"],
+                keys=["id"],
+            )
+        )
     ra = AGGREGATE / "random_append"
     cases.append(
         Case(
@@ -613,6 +629,14 @@ def aggregate(work: Path) -> list[Case]:
             [s / "product-prices.jsonl"],
             ["-g", "product_name", "-a", "n=COUNT(*)", "-a", "lo=MIN(price)", "-a", "hi=MAX(price)"],
             keys=["product_name"],
+        ),
+        Case(
+            "conformance/flink-oracle",
+            "dbz_0",
+            "aggregate",
+            [ORACLE / "dbz_0" / "input.jsonl"],
+            ["-i", "debezium", "-g", "flag", "-a", "n=COUNT(*)", "-a", "top=MAX(score)"],
+            keys=["flag"],
         ),
         Case(
             "samples",
