@@ -59,11 +59,18 @@ def sample(job: Job, errors: list[str] | None = None) -> tuple[Job, list[dict[st
     return job, list(islice(iter(reader), SAMPLE_ROWS))
 
 
-def _source(job: Job, common: Common | None = None, key: tuple[str, ...] = ()) -> Source:
-    """The input as a Flink table: the file, or the Kafka topic ``--sql-source`` names."""
+def _source(job: Job, common: Common | None = None, key: tuple[str, ...] = (), upserts: bool = False) -> Source:
+    """The input as a Flink table: the file, or the Kafka topic ``--sql-source`` names
+    (upsert-kafka only for a command that reads upserts: ``--input-mode upsert``)."""
     fmt = job.formats[0] if job.formats else "jsonl"
     if common is None or common.sql_source == "filesystem":
         return Source(job.inputs[0], fmt)
+    if common.sql_source == "upsert-kafka" and not upserts:
+        raise UsageError(
+            "an upsert-kafka source is an upsert table (each record replaces its key's row); this job reads every "
+            "record as it comes",
+            hint="--sql-source kafka; upsert-kafka goes with --input-mode upsert (replay, aggregate)",
+        )
     return Source(job.inputs[0], fmt, common.sql_source, common.topic, common.bootstrap_servers, key)
 
 
@@ -129,14 +136,19 @@ class Sampled:
 
 
 def changelog_sample(
-    common: Common, spec: Any, kind_column: str, reads: str = "changelog", key: tuple[str, ...] = ()
+    common: Common,
+    spec: Any,
+    kind_column: str,
+    reads: str = "changelog",
+    key: tuple[str, ...] = (),
+    upserts: bool = False,
 ) -> Sampled:
-    """See :class:`Sampled`."""
+    """See :class:`Sampled` (``upserts``: the job reads upserts, from an upsert-kafka source)."""
     from cdc.core.flinksql import ENVELOPES
     from cdc.core.specs import CopySpec
 
     job = resolve(_job(common, spec).with_(inputs=tuple(common.inputs[:1])))
-    source = _source(job, common, key)
+    source = _source(job, common, key, upserts)
     if source.fmt == "debezium":
         types, info = debezium_sample(common, DecodeSpec(kind_column=kind_column))
         return Sampled(source, types, False, info, [])
@@ -320,7 +332,7 @@ def print_aggregate_sql(common: Common, spec: AggregateSpec) -> None:
     back through FROM_CHANGELOG; upsert rows only from an upsert-kafka source)."""
     _consistency_unchecked(spec.policy, "aggregate")
     reads = "changelog" if spec.input_mode == "changelog" else "rows"
-    got = changelog_sample(common, spec, spec.kind_column, reads, spec.key)
+    got = changelog_sample(common, spec, spec.kind_column, reads, spec.key, spec.input_mode == "upsert")
     emit(
         aggregate_sql(
             got.source,
@@ -376,7 +388,7 @@ def print_replay_sql(common: Common, spec: ReplaySpec) -> None:
     if spec.since is not None or spec.until is not None or spec.keep_noop:
         raise UsageError("--since, --until, --net and --keep-noop have no Flink SQL form here")
     reads = "changelog" if spec.input_mode == "changelog" else "rows"
-    got = changelog_sample(common, spec, spec.kind_column, reads, spec.key)
+    got = changelog_sample(common, spec, spec.kind_column, reads, spec.key, spec.input_mode == "upsert")
     emit(
         replay_sql(
             got.source,

@@ -149,6 +149,8 @@ class Source:
         if self.connector == "upsert-kafka":
             if self.fmt != "jsonl":
                 raise UsageError(f"an upsert-kafka source reads JSON rows, not {self.fmt}")
+            if not self.key:
+                raise UsageError("an upsert-kafka source needs key columns (its PRIMARY KEY): --key")
             options = {
                 "connector": "upsert-kafka",
                 "topic": self.topic or "",

@@ -407,3 +407,18 @@ def test_truncate_as_deletes_has_no_flink_form(tmp_path: Path) -> None:
 def test_a_sample_cdc_cannot_decode_says_so(tmp_path: Path) -> None:
     src = write_jsonl(tmp_path / "m.jsonl", [{"database": "d", "table": "t", "type": "upsert", "data": {"id": 1}}])
     assert "cdc cannot decode the first records either" in refusal_of(["decode", "--envelope", "maxwell", src])
+
+
+def test_upsert_kafka_source_only_for_upsert_input() -> None:
+    """It printed 'PRIMARY KEY () NOT ENFORCED' (or an upsert table under FROM_CHANGELOG) for jobs
+    that read every record as it comes."""
+    kafka = ["--sql-source", "upsert-kafka", "--topic", "t", "--bootstrap-servers", "h:9092"]
+    for args in (
+        ["to-changelog", SAMPLES / "product-prices.jsonl"],
+        ["materialize", SAMPLES / "product-prices.jsonl"],
+        ["from-changelog", SAMPLES / "orders-bad-op.jsonl", "--key", "order_id"],
+        ["aggregate", SAMPLES / "clicks.jsonl", "--input-mode", "append", "-g", "user", "-a", "n=COUNT(*)"],
+    ):
+        assert "an upsert-kafka source is an upsert table" in refusal_of([*args, *kafka])
+    replay = ["replay", SAMPLES / "flat-cdc.jsonl", "--input-mode", "upsert", "--key", "id", *kafka]
+    assert "PRIMARY KEY (`id`) NOT ENFORCED" in statements(sql_of(replay))[1]
