@@ -840,7 +840,7 @@ def envelope_table(
         )
     if info.unsupported:
         raise UsageError(
-            f"the input has {info.unsupported}: cdc emits rows for it, Flink's {fmt} cannot read it",
+            f"the input has {info.unsupported}: Flink's {fmt} does not give the rows cdc emits for it",
             hint="filter those records out first, or read them with cdc",
         )
     if info.text_booleans and not info.raw_values:

@@ -407,7 +407,9 @@ def refusals(results: list[Result]) -> list[str]:
     return lines
 
 
-def table(results: list[Result], seconds: float, parallelisms: Sequence[int], missing: int = 0) -> str:
+def table(
+    results: list[Result], seconds: float, parallelisms: Sequence[int], missing: int = 0, parts: bool = False
+) -> str:
     counts = Counter(r.status for r in results)
     ncases = len({id(r.case) for r in results})
     lines = [
@@ -416,7 +418,10 @@ def table(results: list[Result], seconds: float, parallelisms: Sequence[int], mi
         f"Flink 2.3.0 (PyFlink local mini-cluster), parallelism {' and '.join(map(str, parallelisms))}; "
         f"{ncases} cases (cdc command lines), {len(results)} results: {counts['match']} runs match, "
         f"{counts['refused']} cases refused (exit 2: cdc printed no SQL and said why), {counts['FAIL']} failed. "
-        f"Wall time {seconds:.0f} s." + (f" {missing} cases not run yet." if missing else ""),
+        f"Wall time {seconds:.0f} s"
+        + (" (the sum over the runs of `--part K/N` this table gathers)" if parts else "")
+        + "."
+        + (f" {missing} cases not run yet." if missing else ""),
         "",
         "Reproduce: `bash scaleout/setup.sh && scaleout/.flink-venv/bin/python scaleout/flink_check.py"
         " [--kafka]`. Every case is the command line in the table run twice: with `--print-sql` (and the"
@@ -546,7 +551,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     shown = [r for c in everything for r in stored.get(case_id(c), (0.0, []))[1]] if args.part else results
     missing = sum(1 for c in everything if case_id(c) not in stored) if args.part else 0
     total = sum(t for t, _ in stored.values()) if args.part else seconds
-    Path(args.output).write_text(table(shown, total, parallelisms, missing))
+    Path(args.output).write_text(table(shown, total, parallelisms, missing, bool(args.part)))
     counts = Counter(r.status for r in results)
     print("\n".join(summary(results, parallelisms)))
     print(f"{counts['match']} match, {counts['refused']} refused, {counts['FAIL']} failed in {seconds:.0f} s")
