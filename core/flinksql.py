@@ -743,7 +743,7 @@ def _canal_text_boolean(message: Mapping[str, Any]) -> str:
             continue
         for column, value in image.items():
             if types.get(column) == 16 and value is not None and str(value).lower() not in ("true", "false"):
-                return column
+                return str(column)
     return ""
 
 
