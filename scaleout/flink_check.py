@@ -5,6 +5,8 @@
     scaleout/.flink-venv/bin/python scaleout/flink_check.py --only aggregate --parallelism 1
     scaleout/.flink-venv/bin/python scaleout/flink_check.py --kafka   # + the Kafka end-to-end cases
     scaleout/.flink-venv/bin/python scaleout/flink_check.py --kafka --only kafka   # those alone
+    for k in 1 2 3; do scaleout/.flink-venv/bin/python scaleout/flink_check.py --kafka --part $k/3; done
+        # the same full run in three parts; results.md gathers every part run so far
 
 Every case is a cdc command line (``cases.py``): ``cdc COMMAND INPUT FLAGS --print-sql [SQL
 FLAGS]`` gives the script — exit 2 means the case is *refused*, with cdc's reason — and ``cdc
