@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from itertools import islice
 from typing import Any
 
@@ -47,18 +47,31 @@ def _ignore(err: Any, raw: str) -> None:
     """A bad record among the first rows says nothing about the columns."""
 
 
-def sample(job: Job) -> tuple[Job, list[dict[str, Any]]]:
-    """The job with its formats decided, and the first rows of its first input."""
+def sample(job: Job, errors: list[str] | None = None) -> tuple[Job, list[dict[str, Any]]]:
+    """The job with its formats decided, and the first rows of its first input (``errors``
+    collects what cdc rejected among them)."""
     job = resolve(job.with_(inputs=job.inputs[:1]))
-    reader = open_rows(job, _ignore, None, Counts())
+
+    def reject(err: Any, raw: str) -> None:
+        if errors is not None:
+            errors.append(str(err))
+
+    reader = open_rows(job, reject, None, Counts())
     return job, list(islice(iter(reader), SAMPLE_ROWS))
 
 
-def _source(job: Job, common: Common | None = None, key: tuple[str, ...] = ()) -> Source:
-    """The input as a Flink table: the file, or the Kafka topic ``--sql-source`` names."""
+def _source(job: Job, common: Common | None = None, key: tuple[str, ...] = (), upserts: bool = False) -> Source:
+    """The input as a Flink table: the file, or the Kafka topic ``--sql-source`` names
+    (upsert-kafka only for a command that reads upserts: ``--input-mode upsert``)."""
     fmt = job.formats[0] if job.formats else "jsonl"
     if common is None or common.sql_source == "filesystem":
         return Source(job.inputs[0], fmt)
+    if common.sql_source == "upsert-kafka" and not upserts:
+        raise UsageError(
+            "an upsert-kafka source is an upsert table (each record replaces its key's row); this job reads every "
+            "record as it comes",
+            hint="--sql-source kafka; upsert-kafka goes with --input-mode upsert (replay, aggregate)",
+        )
     return Source(job.inputs[0], fmt, common.sql_source, common.topic, common.bootstrap_servers, key)
 
 
@@ -105,27 +118,57 @@ def print_from_changelog_sql(common: Common, spec: FromChangelogSpec) -> None:
     )
 
 
-def print_to_changelog_sql(common: Common, spec: ToChangelogSpec) -> None:
+@dataclass
+class Sampled:
+    """The input of a command that reads changes, as Flink reads it: the source table, column
+    types, whether the CSV sample had quoted empty fields, the first rows as cdc read them, and —
+    for an envelope input (``--input-format debezium|canal|maxwell|ogg``) — what its format would
+    meet (the image columns only, as ``decode --print-sql`` sees them; no rows)."""
+
+    source: Source
+    types: dict[str, str]
+    empty_strings: bool
+    info: DebeziumInfo | None
+    rows: list[dict[str, Any]]
+
+
+def changelog_sample(
+    common: Common,
+    spec: Any,
+    kind_column: str,
+    reads: str = "changelog",
+    key: tuple[str, ...] = (),
+    upserts: bool = False,
+) -> Sampled:
+    """See :class:`Sampled` (``upserts``: the job reads upserts, from an upsert-kafka source)."""
+    from cdc.core.flinksql import ENVELOPES
+    from cdc.core.specs import CopySpec
+
     job = resolve(job_of(common, spec).with_(inputs=tuple(common.inputs[:1])))
-    source = _source(job, common)
-    info = None
-    rows: list[dict[str, Any]] = []
+    source = _source(job, common, key, upserts)
     if source.fmt == "debezium":
-        types, info = debezium_sample(common, DecodeSpec(kind_column=spec.kind_column))
-    else:
-        job, rows = sample(job)
-        types = columns_of(rows, source)
+        types, info = debezium_sample(common, DecodeSpec(kind_column=kind_column))
+        return Sampled(source, types, False, info, [])
+    if source.fmt in ENVELOPES:
+        types, info = envelope_sample(common, DecodeSpec(envelope=source.fmt, kind_column=kind_column))
+        return Sampled(source, types, False, info, [])
+    job, rows = sample(job_of(common, CopySpec(reads, kind_column)))
+    return Sampled(source, columns_of(rows, source), empty_strings(rows, source), None, rows)
+
+
+def print_to_changelog_sql(common: Common, spec: ToChangelogSpec) -> None:
+    got = changelog_sample(common, spec, spec.kind_column)
     emit(
         to_changelog_sql(
             "cdc to-changelog",
-            source,
-            types,
+            got.source,
+            got.types,
             spec.kind_column,
             spec.op_column,
             spec.mapping,
             spec.drop,
-            empty_strings=empty_strings(rows, source),
-            debezium=info,
+            empty_strings=got.empty_strings,
+            debezium=got.info,
             flink_version=common.flink_version,
             sink=_sink(common),
         )
@@ -164,15 +207,25 @@ def envelope_sample(common: Common, spec: DecodeSpec) -> tuple[dict[str, str], D
     """The first records of a Canal / Maxwell / OGG input: column types as cdc decodes them, and
     what Flink's format would meet (see ``flinksql.scan_records``)."""
     quiet = replace(spec, on_truncate="skip", key=(), metadata=())
-    job, rows = sample(job_of(common, quiet))
+    errors: list[str] = []
+    job, rows = sample(job_of(common, quiet), errors)
     images = [{k: v for k, v in r.items() if k != spec.kind_column} for r in rows]
-    info = scan_events(job.inputs[0], envelope=spec.envelope) if job.inputs[0] != "-" else DebeziumInfo()
-    if spec.bootstrap == "skip" and info.unsupported:  # cdc skips bootstrap-insert rows too
+    info = (
+        scan_events(job.inputs[0], envelope=spec.envelope, include=(spec.database_include, spec.table_include))
+        if job.inputs[0] != "-"
+        else DebeziumInfo()
+    )
+    if spec.bootstrap == "skip" and "bootstrap-insert" in info.unsupported:  # cdc skips those rows too
         info = replace(info, rejected=info.unsupported, unsupported="")
-    return infer_columns(images), info
+    return infer_columns(images), replace(info, raw_values=spec.raw_values, first_error=errors[0] if errors else "")
 
 
-def scan_events(path: str, schema_include: str = "auto", envelope: str = "debezium") -> DebeziumInfo:
+def scan_events(
+    path: str,
+    schema_include: str = "auto",
+    envelope: str = "debezium",
+    include: tuple[str | None, str | None] = (None, None),
+) -> DebeziumInfo:
     """The first records of an envelope file as sent (see ``flinksql.scan_records``)."""
     import json
 
@@ -187,7 +240,7 @@ def scan_events(path: str, schema_include: str = "auto", envelope: str = "debezi
                 except ValueError:
                     continue
 
-    return scan_records(records(), envelope, schema_include)
+    return scan_records(records(), envelope, schema_include, *include)
 
 
 def _envelope_of(common: Common, spec: DecodeSpec) -> str:
@@ -222,6 +275,7 @@ def print_decode_sql(common: Common, spec: DecodeSpec) -> None:
         from cdc.formats.debezium import parse_metadata
 
         columns, info = debezium_sample(common, spec)
+        info = replace(info, on_truncate=spec.on_truncate)
         emit(
             debezium_sql(
                 "cdc debezium-decode",
@@ -240,6 +294,7 @@ def print_decode_sql(common: Common, spec: DecodeSpec) -> None:
     from cdc.core.envelopes import parse_metadata as envelope_metadata
 
     columns, info = envelope_sample(common, spec)
+    info = replace(info, on_truncate=spec.on_truncate)
     emit(
         decode_sql(
             _envelope_source(common, spec.envelope, spec.key),
@@ -256,55 +311,71 @@ def print_decode_sql(common: Common, spec: DecodeSpec) -> None:
     )
 
 
+def _consistency_unchecked(policy: Any, command: str) -> None:
+    """``--on-inconsistency fail`` stops on a changelog that contradicts the state; Flink does not check."""
+    from cdc.core.state import Policy
+
+    if policy == Policy.fail:
+        raise UsageError(
+            f"--on-inconsistency fail stops {command} on a changelog that contradicts its state; Flink's operators "
+            "do not check a changelog (a retraction of an absent row is ignored there)",
+            hint="print the SQL without --strict / --on-inconsistency fail (cdc's default, warn, computes the "
+            "same rows as Flink)",
+        )
+
+
 def print_aggregate_sql(common: Common, spec: AggregateSpec) -> None:
     """The continuous GROUP BY over the input table (append-only rows, or changelog rows read
     back through FROM_CHANGELOG; upsert rows only from an upsert-kafka source)."""
-    from cdc.core.specs import CopySpec
-
+    _consistency_unchecked(spec.policy, "aggregate")
     reads = "changelog" if spec.input_mode == "changelog" else "rows"
-    job, rows = sample(job_of(common, CopySpec(reads, spec.kind_column)))
-    source = _source(job, common, spec.key)
+    got = changelog_sample(common, spec, spec.kind_column, reads, spec.key, spec.input_mode == "upsert")
     emit(
         aggregate_sql(
-            source,
-            columns_of(rows, source),
+            got.source,
+            got.types,
             list(spec.query.group_by),
-            [],
+            [(a.name, a.func, a.arg, a.distinct) for a in spec.query.aggs],
             input_mode=spec.input_mode,
             kind_column=spec.kind_column,
             keys=spec.key,
-            empty_strings=empty_strings(rows, source),
+            empty_strings=got.empty_strings,
             select=spec.query.select_sql,
+            emit=spec.query.emit,
+            delete_when=spec.delete_when,
             flink_version=common.flink_version,
             sink=_sink(common, spec.query.group_by, spec.kind_column),
+            debezium=got.info,
         )
     )
 
 
-def _changelog_sample(common: Common, kind_column: str, reads: str = "changelog") -> tuple[Job, list[dict[str, Any]]]:
-    from cdc.core.specs import CopySpec
-
-    return sample(job_of(common, CopySpec(reads, kind_column)))
-
-
 def print_materialize_sql(common: Common, spec: MaterializeSpec) -> None:
     """The table a changelog describes, as the SQL client's result table (or an upsert sink)."""
+    from cdc.core.presets import COMMIT_COLUMNS
+
     if spec.as_of is not None or spec.dedup:
         raise UsageError(
             "--as-of and --dedup have no Flink SQL form here",
             hint="print the SQL without them; a temporal join (FOR SYSTEM_TIME AS OF) is the cluster's --as-of",
         )
-    job, rows = _changelog_sample(common, spec.kind_column)
-    source = _source(job, common)
+    _consistency_unchecked(spec.policy, "materialize")
+    got = changelog_sample(common, spec, spec.kind_column)
+    # A change feed's commit columns are not part of the table (cdc leaves them out, and out of a
+    # retraction's match): the query selects the other columns.
+    commit = COMMIT_COLUMNS if spec.commit_columns is None else spec.commit_columns
     emit(
         materialize_sql(
-            source,
-            columns_of(rows, source),
+            got.source,
+            got.types,
             kind_column=spec.kind_column,
             keys=spec.key,
             flink_version=common.flink_version,
             sink=_sink(common, spec.key),
-            empty_strings=empty_strings(rows, source),
+            empty_strings=got.empty_strings,
+            debezium=got.info,
+            drop_columns=tuple(c for c in commit if c in got.types),
+            sample=got.rows,
         )
     )
 
@@ -314,12 +385,11 @@ def print_replay_sql(common: Common, spec: ReplaySpec) -> None:
     if spec.since is not None or spec.until is not None or spec.keep_noop:
         raise UsageError("--since, --until, --net and --keep-noop have no Flink SQL form here")
     reads = "changelog" if spec.input_mode == "changelog" else "rows"
-    job, rows = _changelog_sample(common, spec.kind_column, reads)
-    source = _source(job, common, spec.key)
+    got = changelog_sample(common, spec, spec.kind_column, reads, spec.key, spec.input_mode == "upsert")
     emit(
         replay_sql(
-            source,
-            columns_of(rows, source),
+            got.source,
+            got.types,
             spec.key,
             input_mode=spec.input_mode,
             emit=spec.emit,
@@ -328,15 +398,16 @@ def print_replay_sql(common: Common, spec: ReplaySpec) -> None:
             delete_when=spec.delete_when,
             flink_version=common.flink_version,
             sink=_sink(common, spec.key, spec.kind_column),
-            empty_strings=empty_strings(rows, source),
+            empty_strings=got.empty_strings,
+            debezium=got.info,
+            sample=got.rows,
         )
     )
 
 
 def print_encode_sql(common: Common, spec: EncodeSpec) -> None:
     """A debezium-json sink written from the changelog (Flink's form: -U → d, +U → c)."""
-    job, rows = _changelog_sample(common, spec.kind_column)
-    source = _source(job, common)
+    got = changelog_sample(common, spec, spec.kind_column)
     sink = _sink(common, spec.key, spec.kind_column)
     if sink is None:
         raise UsageError(
@@ -345,11 +416,13 @@ def print_encode_sql(common: Common, spec: EncodeSpec) -> None:
         )
     emit(
         debezium_encode_sql(
-            source,
-            columns_of(rows, source),
+            got.source,
+            got.types,
             sink,
             kind_column=spec.kind_column,
             split_updates=spec.split_updates,
             flink_version=common.flink_version,
+            empty_strings=got.empty_strings,
+            debezium=got.info,
         )
     )

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
@@ -31,6 +32,8 @@ Row = dict[str, Any]
 FLINK_VERSIONS = ("2.3", "2.4")
 DEFAULT_FLINK_VERSION = "2.3"
 STREAMING = "SET 'execution.runtime-mode' = 'streaming';"
+# The text Flink's json format reads into TIMESTAMP(3) (json.timestamp-format.standard = SQL).
+SQL_TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(\.\d{1,3})?")
 # Debezium's placeholder for an unchanged TOAST column (PostgreSQL); cdc fills it from state.
 TOAST_PLACEHOLDER = "__debezium_unavailable_value"
 
@@ -146,6 +149,8 @@ class Source:
         if self.connector == "upsert-kafka":
             if self.fmt != "jsonl":
                 raise UsageError(f"an upsert-kafka source reads JSON rows, not {self.fmt}")
+            if not self.key:
+                raise UsageError("an upsert-kafka source needs key columns (its PRIMARY KEY): --key")
             options = {
                 "connector": "upsert-kafka",
                 "topic": self.topic or "",
@@ -587,7 +592,17 @@ class DebeziumInfo:
       Flink table has one column set, so several tables need a table filter (Canal's
       ``table.include``) or are refused;
     - ``partial_after``: an update's after image lacks columns (GoldenGate compressed updates):
-      cdc fills them from the key's last row, Flink emits nulls — refused.
+      cdc fills them from the key's last row, Flink emits nulls — refused;
+    - ``text_booleans``: a Canal BOOLEAN column (``sqlType`` 16) sent as ``1``/``0``: cdc reads
+      ``1`` as true, Flink's ``Boolean.parseBoolean`` as false — refused unless ``raw_values``
+      (both keep the text then).
+
+    ``unsupported`` also names the updates Flink's format cannot read as cdc does: a Canal
+    ``UPDATE`` or Maxwell ``update`` without ``old`` (Flink: NullPointerException), a Canal
+    ``old`` shorter than ``data`` (Flink: ArrayIndexOutOfBoundsException), and a multi-row Canal
+    ``UPDATE`` where Flink's rule — a column's old value is the first element of ``old`` naming
+    it (Jackson ``findValue`` over the whole array) — gives another before image than cdc's
+    ``old[i]`` over ``data[i]``.
 
     :func:`scan_records` fills everything but the column types from the first records as sent.
     """
@@ -603,6 +618,10 @@ class DebeziumInfo:
     unsupported: str = ""  # a record cdc turns into rows that Flink's format cannot read at all
     tables: frozenset[str] = frozenset()  # the source tables the records came from (db.table)
     partial_after: bool = False  # an update's after image without some columns (GoldenGate compressed)
+    text_booleans: str = ""  # Canal: a BOOLEAN (sqlType 16) sent as text other than true/false (e.g. '1')
+    first_error: str = ""  # the first record cdc itself could not decode (set by the CLI's sampling)
+    truncate: bool = False  # a truncate record (Debezium op t, Canal TRUNCATE, GoldenGate op_type T)
+    on_truncate: str = "fail"  # cdc's --on-truncate: delete emits -D for every live row, which Flink cannot
 
 
 # The record types each Flink format reads (others fail unless ignore-parse-errors), and the
@@ -616,9 +635,17 @@ FLINK_TYPES = {
 CDC_ROWS = {"maxwell": {"bootstrap-insert"}}
 
 
-def scan_records(records: Iterable[Any], envelope: str = "debezium", schema_include: str = "auto") -> DebeziumInfo:
+def scan_records(
+    records: Iterable[Any],
+    envelope: str = "debezium",
+    schema_include: str = "auto",
+    database_include: str | None = None,
+    table_include: str | None = None,
+) -> DebeziumInfo:
     """What Flink's envelope format would meet in these records (parsed JSON lines as sent;
-    ``None`` for a ``null`` line): see :class:`DebeziumInfo`. Column types are not set here."""
+    ``None`` for a ``null`` line): see :class:`DebeziumInfo`. Column types are not set here.
+    ``database_include`` / ``table_include`` (Canal): records of other tables are skipped, as
+    canal-json skips them before reading them."""
     info = DebeziumInfo()
     field_name, readable = FLINK_TYPES[envelope]
     columns: set[str] = set()
@@ -633,6 +660,8 @@ def scan_records(records: Iterable[Any], envelope: str = "debezium", schema_incl
         if not isinstance(payload, dict):
             continue
         kind = payload.get(field_name)
+        if envelope == "canal" and not _included(payload, database_include, table_include):
+            continue
         source = payload.get("source") if envelope == "debezium" else payload
         if isinstance(source, dict) and (source.get("table") is not None or source.get("db") is not None):
             tables.add(f"{source.get('database', source.get('db'))}.{source.get('table')}")
@@ -642,6 +671,15 @@ def scan_records(records: Iterable[Any], envelope: str = "debezium", schema_incl
                 info.unsupported = info.unsupported or what
             else:
                 info.rejected = info.rejected or what
+        if kind in ("t", "TRUNCATE", "T"):
+            info.truncate = True
+        if envelope == "canal":
+            info.unsupported = info.unsupported or _canal_update(payload)
+            info.text_booleans = info.text_booleans or _canal_text_boolean(payload)
+        if envelope == "maxwell" and kind == "update" and not isinstance(payload.get("old"), dict):
+            info.unsupported = (
+                info.unsupported or "an update without 'old' (Flink's maxwell-json: NullPointerException)"
+            )
         if envelope not in ("debezium", "ogg"):
             continue
         before, after = payload.get("before"), payload.get("after")
@@ -649,7 +687,8 @@ def scan_records(records: Iterable[Any], envelope: str = "debezium", schema_incl
             if isinstance(image, dict) and TOAST_PLACEHOLDER in image.values():
                 info.toast = True
         if isinstance(after, dict):
-            if str(kind).lower() == "u" and not after.keys() >= columns:
+            seen = columns | (before.keys() if isinstance(before, dict) else set())
+            if str(kind).lower() == "u" and not after.keys() >= seen:
                 info.partial_after = True
             columns |= after.keys()
         if str(kind).lower() in ("u", "d"):
@@ -659,6 +698,53 @@ def scan_records(records: Iterable[Any], envelope: str = "debezium", schema_incl
                 info.partial_before = True
     info.tables = frozenset(tables)
     return info
+
+
+def _included(message: Mapping[str, Any], database_include: str | None, table_include: str | None) -> bool:
+    """canal-json's filters: the whole database / table name matches the regular expression."""
+    for pattern, name in ((database_include, message.get("database")), (table_include, message.get("table"))):
+        if pattern is not None and not re.fullmatch(pattern, str(name)):
+            return False
+    return True
+
+
+def _canal_update(message: Mapping[str, Any]) -> str:
+    """What of a Canal UPDATE Flink's canal-json cannot read as cdc does ('' when nothing).
+
+    Flink takes row ``i``'s before image from ``old[i]``, and a column ``old[i]`` lacks from
+    ``data[i]`` only when no element of ``old`` names it (Jackson ``findValue`` over the whole
+    array); else it stays NULL. cdc takes it from ``data[i]`` (the row's own ``old`` says what
+    changed)."""
+    if message.get("type") != "UPDATE" or not isinstance(message.get("data"), list):
+        return ""
+    data, old = message["data"], message.get("old")
+    if not isinstance(old, list):
+        return "an UPDATE without 'old' (Flink's canal-json: NullPointerException)"
+    if len(old) < len(data):
+        return "an UPDATE whose 'old' has fewer elements than 'data' (Flink's canal-json: ArrayIndexOutOfBounds)"
+    named = {c for o in old if isinstance(o, dict) for c in o}
+    for i, row in enumerate(data):
+        own = old[i] if isinstance(old[i], dict) else {}
+        if isinstance(row, dict) and any(c in named and c not in own and v is not None for c, v in row.items()):
+            return (
+                "a multi-row UPDATE whose rows changed different columns: Flink's canal-json leaves a column NULL in "
+                "a row's before image when another row's 'old' names it, cdc takes the row's own value"
+            )
+    return ""
+
+
+def _canal_text_boolean(message: Mapping[str, Any]) -> str:
+    """A BOOLEAN column (sqlType 16) whose text Flink's Boolean.parseBoolean reads otherwise than cdc."""
+    types = message.get("sqlType")
+    if not isinstance(types, dict):
+        return ""
+    for image in [*(message.get("data") or []), *(message.get("old") or [])]:
+        if not isinstance(image, dict):
+            continue
+        for column, value in image.items():
+            if types.get(column) == 16 and value is not None and str(value).lower() not in ("true", "false"):
+                return str(column)
+    return ""
 
 
 def _check_decoded_types(columns: Mapping[str, str], raw: Mapping[str, str] | None) -> None:
@@ -718,6 +804,11 @@ def envelope_table(
             hint="set REPLICA IDENTITY FULL on the table so Debezium sends the value",
         )
     if not columns:
+        if info.first_error:
+            raise UsageError(
+                f"cdc cannot decode the first records either ({info.first_error}): no columns to declare",
+                hint="the SQL of a job that cannot read its input would fail the same way",
+            )
         raise UsageError(
             f"no {fmt} change event among the first records: no columns to declare",
             hint=f"is the input {fmt}?",
@@ -741,10 +832,22 @@ def envelope_table(
             hint="give --key COLS (Flink: a primary key with table.exec.source.cdc-events-duplicate rebuilds "
             "before images from state), or set REPLICA IDENTITY FULL",
         )
+    if info.truncate and info.on_truncate == "delete":
+        raise UsageError(
+            "--on-truncate delete emits -D for every live row of the table at a truncate; Flink's "
+            f"{fmt} has no such form (it fails on a truncate, or drops it with ignore-parse-errors)",
+            hint="print the SQL with --on-truncate skip and --on-error skip, which Flink does as cdc does",
+        )
     if info.unsupported:
         raise UsageError(
-            f"the input has {info.unsupported}: cdc emits rows for it, Flink's {fmt} cannot read it",
+            f"the input has {info.unsupported}: Flink's {fmt} does not give the rows cdc emits for it",
             hint="filter those records out first, or read them with cdc",
+        )
+    if info.text_booleans and not info.raw_values:
+        raise UsageError(
+            f"column {info.text_booleans!r} is a BOOLEAN (sqlType 16) sent as '1'/'0': cdc reads '1' as true, Flink's "
+            "canal-json (Boolean.parseBoolean) as false",
+            hint="keep the values as sent (--raw-values), or have Canal send true/false",
         )
     if info.rejected and not skip:
         raise UsageError(
@@ -877,6 +980,7 @@ def debezium_encode_sql(
     split_updates: bool = True,
     flink_version: str = DEFAULT_FLINK_VERSION,
     empty_strings: bool = False,
+    debezium: DebeziumInfo | None = None,
 ) -> str:
     """``cdc debezium-encode --split-updates``: changelog rows into a ``debezium-json`` sink.
 
@@ -894,7 +998,7 @@ def debezium_encode_sql(
             hint="print the SQL for --split-updates, Flink's form",
         )
     script = Script("cdc debezium-encode --split-updates", flink_version)
-    table, data = changelog_source(script, source, columns, kind_column, empty_strings)
+    table, data = changelog_source(script, source, columns, kind_column, empty_strings, debezium)
     options = sink.options()
     if sink.connector == "upsert-kafka":
         raise UsageError("debezium-json is written through the kafka or filesystem connector, not upsert-kafka")
@@ -924,6 +1028,9 @@ def materialize_sql(
     flink_version: str = DEFAULT_FLINK_VERSION,
     sink: Sink | None = None,
     empty_strings: bool = False,
+    debezium: DebeziumInfo | None = None,
+    drop_columns: Sequence[str] = (),
+    sample: Sequence[Row] = (),
 ) -> str:
     """``cdc materialize [--key K]``: the table a changelog describes.
 
@@ -932,11 +1039,37 @@ def materialize_sql(
     (``sql-client.execution.result-mode = table``); its changelog nets to cdc's table. With
     ``keys`` the result goes into an upsert sink keyed by them when ``sink`` is ``upsert-kafka``
     (Flink's SinkUpsertMaterializer keeps the last row per key); without keys it is a multiset.
-    ``--as-of``, ``--dedup`` and ``--expect`` have no SQL form here.
+    ``drop_columns``: a change feed's commit columns, which are not part of the table (nor of a
+    retraction's match): the query selects the other columns. ``--as-of``, ``--dedup`` and
+    ``--expect`` have no SQL form here.
+
+    ``sample``: the first changelog rows (with ``kind_column``). With ``keys`` and no upsert-kafka
+    sink, a changelog that contradicts its keyed state there (an insert of an existing key, a
+    retraction unlike the stored row or of an absent one) is refused: the SQL client's table is
+    a multiset, which equals cdc's keyed table only for a consistent changelog. With an
+    upsert-kafka sink (which drops ``-U``; ``+I``/``+U`` put, ``-D`` deletes the key) only a
+    ``-U`` that no ``+U`` follows differs from cdc (whose ``-U`` takes the row out). Without keys
+    cdc and the SQL client apply a changelog alike (a retraction removes one equal row, if any).
     """
     check_version(flink_version)
     script = Script("cdc materialize" + (f" --key {','.join(keys)}" if keys else ""), flink_version)
-    table, data = changelog_source(script, source, columns, kind_column, empty_strings)
+    table, data = changelog_source(script, source, columns, kind_column, empty_strings, debezium)
+    data = [c for c in data if c not in drop_columns]
+    if keys and sample:
+        _key_check(keys, data)
+        if sink is not None and sink.connector == "upsert-kafka":
+            found = dangling_retractions(sample, kind_column, keys)
+            where = "an upsert sink drops -U, so the row stays"
+        else:
+            found = keyed_findings(sample, kind_column, keys, drop_columns)
+            where = "the SQL client's table (and a file sink's changelog) is a multiset, not keyed"
+        if found:
+            raise UsageError(
+                f"the changelog contradicts its keyed state in the first rows ({found}): cdc's keyed table then "
+                f"differs from Flink's ({where})",
+                hint="materialize without --key (a multiset: the same in cdc and Flink), or fix the changelog "
+                "(cdc inspect shows where it is inconsistent)",
+            )
     _key_check(keys, data)
     script.settings["sql-client.execution.result-mode"] = "table"
     if sink is not None and sink.connector == "upsert-kafka":
@@ -946,6 +1079,41 @@ def materialize_sql(
         script.notes.append("the rows of a key: give an upsert-kafka sink keyed by it for a keyed table on Kafka")
     types = {c: columns[c] for c in data}
     return finish(script, f"SELECT {select_list(data)} FROM {ident(table)}", data, sink, types=types)
+
+
+def keyed_findings(rows: Iterable[Row], kind_column: str, keys: Sequence[str], metadata: Sequence[str] = ()) -> str:
+    """The inconsistencies cdc's keyed state finds in changelog rows, counted ('' when none)."""
+    from cdc.core.kinds import KIND_BY_TEXT
+    from cdc.core.state import Findings, Policy, new_state
+
+    findings = Findings(Policy.ignore)
+    state = new_state(keys, findings, metadata=frozenset(metadata))
+    for row in rows:
+        kind = KIND_BY_TEXT.get(str(row.get(kind_column, "")).strip())
+        if kind is not None:
+            state.apply(kind.value, {k: v for k, v in row.items() if k != kind_column})
+    return ", ".join(f"{what} {n}" for what, n in findings.counts.most_common())
+
+
+def dangling_retractions(rows: Iterable[Row], kind_column: str, keys: Sequence[str]) -> str:
+    """``-U`` rows whose key's next change is not ``+U``/``+I``/``-D`` (or that end the rows),
+    counted ('' when none): cdc takes such a row out of its keyed table, an upsert sink keeps it."""
+    from cdc.core.kinds import KIND_BY_TEXT
+
+    pending: dict[tuple[str, ...], int] = {}
+    dangling = 0
+    for row in rows:
+        kind = KIND_BY_TEXT.get(str(row.get(kind_column, "")).strip())
+        key = tuple(repr(row.get(k)) for k in keys)
+        if kind is None:
+            continue
+        if key in pending:
+            del pending[key]
+            dangling += kind == UPDATE_BEFORE
+        if kind == UPDATE_BEFORE:
+            pending[key] = 1
+    dangling += len(pending)
+    return f"a -U that no +U follows {dangling}" if dangling else ""
 
 
 def replay_sql(
@@ -961,6 +1129,8 @@ def replay_sql(
     flink_version: str = DEFAULT_FLINK_VERSION,
     sink: Sink | None = None,
     empty_strings: bool = False,
+    debezium: DebeziumInfo | None = None,
+    sample: Sequence[Row] = (),
 ) -> str:
     """``cdc replay --key K``: a changelog through keyed state (Flink's ChangelogNormalize).
 
@@ -973,7 +1143,9 @@ def replay_sql(
       a FROM_CHANGELOG view cannot carry a primary key): refused for changelog-row files.
     - ``input_mode='append'`` with ``order_by``: the versioned view of Flink's versioned-table docs,
       ``ROW_NUMBER() OVER (PARTITION BY keys ORDER BY order_by DESC) = 1`` — keep-last by a time
-      column; ``order_by`` must be a TIMESTAMP column for Flink's deduplication (else refused).
+      column; ``order_by`` must be a TIMESTAMP column for Flink's deduplication (else refused), or
+      text in Flink's SQL timestamp format in every ``sample`` row (a JSON source: a CSV header
+      line would fail the scan).
     - ``emit='upsert'``: rows without ``-U`` (an upsert sink's view); ``'retract'``: with ``-U``.
     """
     check_version(flink_version)
@@ -1006,6 +1178,24 @@ def replay_sql(
                 hint="order by a timestamp column",
             )
         _key_check(keys, columns)
+        if kind == "STRING":
+            # Flink reads the text into TIMESTAMP(3) (SQL format) while scanning the table — before any
+            # view: a CSV header line, or any other text, fails the job.
+            if source.fmt in ("csv", "tsv") and not source.kafka:
+                raise UsageError(
+                    f"--order-by {order_by} is read as TIMESTAMP(3) while Flink scans the file, and the csv "
+                    "format reads the header line as a row: its text fails the job",
+                    hint="convert the file to JSON lines first (cdc ... -f jsonl), then print the SQL for that file",
+                )
+            bad = next(
+                (v for r in sample if (v := r.get(order_by)) is not None and not SQL_TIMESTAMP.fullmatch(str(v))), None
+            )
+            if bad is not None:
+                raise UsageError(
+                    f"--order-by {order_by}: Flink deduplicates on an event-time attribute, a TIMESTAMP(3) read from "
+                    f"'yyyy-MM-dd HH:mm:ss[.SSS]' text; {order_by} holds {bad!r}",
+                    hint="order by a column holding such timestamps",
+                )
         # An event-time attribute: TIMESTAMP(3) (or TIMESTAMP_LTZ(3)) with a watermark, so that the
         # ROW_NUMBER view is Flink's keep-last-row deduplication on event time, not a Top-N.
         columns = dict(columns)
@@ -1023,6 +1213,11 @@ def replay_sql(
             f"  FROM {ident(table)}\n) WHERE `cdc_rownum` = 1;"
         )
         table = "cdc_versioned"
+    elif source.fmt in ENVELOPES:
+        # An envelope table with a PRIMARY KEY and cdc-events-duplicate: ChangelogNormalize by key.
+        _key_check(keys, columns)
+        table = envelope_table(script, source, columns, debezium or DebeziumInfo(), key=keys)
+        data = list(columns)
     else:
         raise UsageError(
             "replay of changelog rows by key is ChangelogNormalize over a source with a PRIMARY KEY: Flink gives "
@@ -1041,7 +1236,20 @@ def replay_sql(
     return finish(script, f"SELECT {select_list(data)} FROM {ident(table)}", data, sink, types=columns)
 
 
-AGG_FUNCTIONS = ("COUNT", "SUM", "MIN", "MAX", "AVG")
+AGG_FUNCTIONS = ("COUNT", "SUM", "MIN", "MAX", "AVG", "FIRST_VALUE", "LAST_VALUE")
+
+
+def agg_type(function: str, argument_type: str | None) -> str:
+    """The type of an aggregate's result in Flink: COUNT BIGINT; SUM of a DECIMAL(p, s)
+    DECIMAL(38, s), AVG of one DECIMAL(38, max(s, 6)); else SUM/AVG/MIN/MAX/FIRST_VALUE/LAST_VALUE
+    keep the argument's type (AVG of integers is an integer in Flink)."""
+    fn = function.upper()
+    if fn == "COUNT" or argument_type is None:
+        return "BIGINT"
+    if argument_type.startswith("DECIMAL(") and fn in ("SUM", "AVG"):
+        scale = int(argument_type[len("DECIMAL(") :].split(",")[1].strip(" )"))
+        return f"DECIMAL(38, {max(scale, 6) if fn == 'AVG' else scale})"
+    return argument_type
 
 
 def aggregate_sql(
@@ -1058,29 +1266,43 @@ def aggregate_sql(
     sink: Sink | None = None,
     empty_strings: bool = False,
     select: Callable[[str], str] | None = None,
+    debezium: DebeziumInfo | None = None,
+    emit: str = "retract",
+    delete_when: tuple[str, str] | None = None,
 ) -> str:
     """``cdc aggregate``: a continuous ``GROUP BY`` (Flink's group aggregate and its update log).
 
     - ``aggregates``: ``(name, function, argument or None for COUNT(*), distinct)``, function one
-      of COUNT SUM MIN MAX AVG; ``group_by``: grouping columns; ``where``: a Flink SQL predicate
-      over the input columns, used as written.
+      of ``AGG_FUNCTIONS``; ``group_by``: grouping columns (none: one global row); ``where``: a
+      Flink SQL predicate over the input columns, used as written.
     - ``input_mode``: ``append`` (plain rows), ``changelog`` (changelog rows through
       FROM_CHANGELOG, or an envelope source), ``upsert`` (an ``upsert-kafka`` source keyed by
-      ``keys``).
+      ``keys``; ``delete_when`` has no form there: a delete is a tombstone).
     - ``select``: the query's own SQL writer instead (``AggregateQuery.select_sql``: the source
-      table's name → ``SELECT … FROM it [WHERE …] GROUP BY …``); ``aggregates`` may then be empty
-      (not with a sink, whose columns come from them).
+      table's name → ``SELECT … FROM it [WHERE …] GROUP BY …``); ``aggregates`` still name the
+      output columns and give their types.
+    - ``emit``: ``retract`` (the SQL client's changelog: ``+I -U +U -D``) or ``upsert`` (cdc's
+      upsert log: the same without ``-U``, written as rows with the kind in ``kind_column``
+      through TO_CHANGELOG, unless the sink is upsert-kafka, which takes the update log itself).
     """
     check_version(flink_version)
-    if not aggregates and select is None:
+    if not aggregates:
         raise UsageError("aggregate needs at least one --agg")
+    if emit not in ("retract", "upsert"):
+        raise UsageError(f"--emit {emit!r}: retract or upsert")
     script = Script(f"cdc aggregate --group-by {','.join(group_by)}", flink_version)
     if input_mode == "append":
         table = source_statements(script, source, columns, empty_strings)
         data = list(columns)
     elif input_mode == "changelog":
-        table, data = changelog_source(script, source, columns, kind_column, empty_strings)
+        table, data = changelog_source(script, source, columns, kind_column, empty_strings, debezium)
     elif input_mode == "upsert":
+        if delete_when is not None:
+            raise UsageError(
+                "--delete-when has no Flink SQL form: upsert-kafka deletes a key on a tombstone (a record "
+                "without value)",
+                hint="produce deletes as tombstones and print the SQL without --delete-when",
+            )
         if source.connector != "upsert-kafka" or list(source.key) != list(keys) or not keys:
             raise UsageError(
                 "--input-mode upsert is Flink's upsert-kafka source keyed by --key",
@@ -1091,12 +1313,6 @@ def aggregate_sql(
     else:
         raise UsageError(f"--input-mode {input_mode!r}: changelog, append or upsert")
     _key_check(group_by, data)
-    if select is not None:
-        if sink is not None and not aggregates:
-            raise UsageError("an aggregate sink needs the aggregates' names and types")
-        if not aggregates:
-            script.statements.append(select(ident(table)) + ";")
-            return script.text()
     items = [ident(g) for g in group_by]
     out_cols = list(group_by)
     types = {g: columns[g] for g in group_by}
@@ -1113,13 +1329,25 @@ def aggregate_sql(
             expr = f"{fn}({'DISTINCT ' if distinct else ''}{ident(argument)})"
         items.append(f"{expr} AS {ident(name)}")
         out_cols.append(name)
-        types[name] = "BIGINT" if fn == "COUNT" else columns.get(argument or "", "DOUBLE")
+        types[name] = agg_type(fn, None if argument is None else columns[argument])
     query = f"SELECT {', '.join(items)}\nFROM {ident(table)}"
     if where:
         query += f"\nWHERE {where}"
-    query += f"\nGROUP BY {select_list(group_by)}"
+    if group_by:
+        query += f"\nGROUP BY {select_list(group_by)}"
     if select is not None:
         query = select(ident(table))
-    if sink is not None and sink.connector == "upsert-kafka" and list(sink.key) != list(group_by):
-        raise UsageError("the upsert-kafka sink's key must be the --group-by columns")
+    if sink is not None and sink.connector == "upsert-kafka":
+        if list(sink.key) != list(group_by) or not group_by:
+            raise UsageError("the upsert-kafka sink's key must be the --group-by columns")
+        return finish(script, query, out_cols, sink, types=types)
+    if emit == "upsert":
+        if kind_column in out_cols:
+            raise UsageError(f"the kind column {kind_column!r} is also an output column; rename it with --kind-column")
+        script.notes.append(f"--emit upsert: the update log without -U, its kind in column {kind_column}")
+        script.statements.append(f"CREATE TEMPORARY VIEW `cdc_result` AS\n{query};")
+        query = encoded("cdc_result", out_cols, kind_column, (INSERT, UPDATE_AFTER, DELETE))
+        return finish(
+            script, query, [kind_column, *out_cols], sink, changelog=False, types={kind_column: "STRING", **types}
+        )
     return finish(script, query, out_cols, sink, types=types)

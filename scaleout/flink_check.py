@@ -1,21 +1,31 @@
 """The proof of ``--print-sql``: run every printed script in Flink 2.3 and hold its rows against cdc's.
 
     bash scaleout/setup.sh                                   # once: PyFlink venv + Maven jars
-    scaleout/.flink-venv/bin/python scaleout/flink_check.py  # all cases, parallelism 1 and 4
-    scaleout/.flink-venv/bin/python scaleout/flink_check.py --only from_ --parallelism 1
+    scaleout/.flink-venv/bin/python scaleout/flink_check.py  # every case, parallelism 1 and 4
+    scaleout/.flink-venv/bin/python scaleout/flink_check.py --only aggregate --parallelism 1
     scaleout/.flink-venv/bin/python scaleout/flink_check.py --kafka   # + the Kafka end-to-end cases
+    scaleout/.flink-venv/bin/python scaleout/flink_check.py --kafka --only kafka   # those alone
+    for k in 1 2 3; do scaleout/.flink-venv/bin/python scaleout/flink_check.py --kafka --part $k/3; done
+        # the same full run in three parts; results.md gathers every part run so far
 
-For each case: ``cdc COMMAND INPUT FLAGS --print-sql`` gives the script (exit 2: the case is
-*refused*, with cdc's reason); the script runs in PyFlink's local mini-cluster, statement by
-statement as ``sql-client.sh -f`` runs it (``flinkrun.py``; the base configuration is batch mode,
-so a script that does not set streaming itself fails); ``cdc COMMAND INPUT FLAGS`` gives cdc's
-rows. Flink's rows (kind + values) must equal cdc's: at parallelism 1 in order, at parallelism 4
-as a multiset (the order of rows from parallel instances is not defined; the table says when the
-order was the same anyway) or, for keyed results, in order per key. Values: numbers numerically
-(1e-6 relative, for Flink FLOAT), times as instants, the rest as equal text. Where cdc fails on
-the input (exit 3), Flink's job must fail too. Builder cases call ``cdc.core.flinksql`` directly
-(for commands whose CLI has no ``--print-sql`` yet) and compare with cdc's command, or with rows
-written down by hand from the documented semantics where cdc has no such command yet.
+Every case is a cdc command line (``cases.py``): ``cdc COMMAND INPUT FLAGS --print-sql [SQL
+FLAGS]`` gives the script — exit 2 means the case is *refused*, with cdc's reason — and ``cdc
+COMMAND INPUT FLAGS`` gives cdc's own output. The script runs in PyFlink's local mini-cluster,
+statement by statement as ``sql-client.sh -f`` runs it (``flinkrun.py``; the base configuration
+is batch mode, so a script that does not set streaming itself fails). Flink's rows are the last
+SELECT's rows with their kinds, or what the script's INSERT wrote into its sink (files read back;
+Kafka topics consumed). They must equal cdc's:
+
+- changelog output (from-changelog, decode, debezium-decode, replay, aggregate): kind + values,
+  at parallelism 1 in order; at 4 in order, else in order per key (keyed results), else as a
+  multiset — the detail says which held;
+- to-changelog: the rows with their op codes, the same way;
+- materialize: the table — Flink's changelog applied as the SQL client's table view applies it
+  (a retraction removes one equal row; keyed: the last row per key, as an upsert sink keeps it);
+- debezium-encode: the events' ``op``, ``before`` and ``after`` (Flink writes no ``ts_ms``/``source``).
+
+Values: numbers numerically (1e-6 relative, for Flink FLOAT), times as instants, the rest as equal
+text. Where cdc fails on the input (exit 3), Flink's job must fail too.
 
 Writes ``scaleout/results.md``; exit 0 only when every case matches or is refused.
 """
@@ -23,7 +33,6 @@ Writes ``scaleout/results.md``; exit 0 only when every case matches or is refuse
 from __future__ import annotations
 
 import argparse
-import csv
 import datetime as dt
 import json
 import math
@@ -34,8 +43,8 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -43,31 +52,11 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
+from cases import COMMANDS, Case, all_cases  # noqa: E402
 from flinkrun import Outcome, run_script  # noqa: E402
 
-ORACLE = REPO / "tests" / "conformance" / "flink-oracle"
-SAMPLES = REPO / "samples"
 WORK = HERE / ".work"
 Rows = list[tuple[str, dict[str, Any]]]
-
-
-@dataclass
-class Case:
-    name: str
-    command: str  # the cdc command (its first argument)
-    inputs: list[Path]
-    flags: list[str] = field(default_factory=list)
-    # "changelog": rows with a kind column; "append": every row +I; "table": a materialized table
-    output: str = "changelog"
-    kind_column: str = "op"
-    keys: list[str] = field(default_factory=list)  # "table": net by key (an upsert sink); else multiset
-    builder: Callable[[], str] | None = None  # builder cases: the SQL, from cdc.core.flinksql directly
-    cdc_args: list[str] | None = None  # builder cases: the cdc command to compare with
-    expected: Rows | None = None  # builder cases without a cdc command: rows by hand
-    note: str = ""
-    kafka: Callable[[Any], str] | None = None  # Kafka cases: produce the input, return the SQL
-    defect: str = ""
-    sink_dir: Path | None = None  # the script writes files here: read them back as Flink's rows
 
 
 @dataclass
@@ -186,8 +175,9 @@ def multiset(rows: Rows) -> Counter[str]:
 
 
 def net(rows: Rows, keys: Sequence[str]) -> Rows:
-    """The table a changelog leaves: by key (an upsert sink: +I/+U put, -D removes, -U ignored)
-    or, without keys, a multiset (+I/+U add one, -U/-D remove one equal row)."""
+    """The table a changelog leaves, applied change by change: by key as an upsert sink keeps it
+    (+I/+U put the row, -D removes the key, -U changes nothing), or without keys as the SQL
+    client's table view does (+I/+U add a row, -U/-D remove one equal row if there is one)."""
     if keys:
         table: dict[tuple[str, ...], dict[str, Any]] = {}
         for kind, row in rows:
@@ -202,11 +192,14 @@ def net(rows: Rows, keys: Sequence[str]) -> Rows:
     for kind, row in rows:
         text = row_text("+I", row)
         first.setdefault(text, row)
-        counts[text] += 1 if kind in ("+I", "+U") else -1
-    return [("+I", first[t]) for t, n in counts.items() for _ in range(max(n, 0))]
+        if kind in ("+I", "+U"):
+            counts[text] += 1
+        elif counts[text] > 0:
+            counts[text] -= 1
+    return [("+I", first[t]) for t, n in counts.items() for _ in range(n)]
 
 
-# ------------------------------------------------------------------------------------- cdc side
+# ------------------------------------------------------------------------------------- both sides
 
 
 def cdc_rows(case: Case, stdout: bytes) -> Rows:
@@ -218,7 +211,7 @@ def cdc_rows(case: Case, stdout: bytes) -> Rows:
         if case.output == "events":
             out.append((row["op"], {"before": row["before"], "after": row["after"]}))
         elif case.output == "changelog":
-            kind = row.pop(case.kind_column)
+            kind = row.pop("op")
             out.append((kind, row))
         else:
             out.append(("+I", row))
@@ -226,40 +219,46 @@ def cdc_rows(case: Case, stdout: bytes) -> Rows:
 
 
 def read_back(case: Case, outcome: Outcome) -> None:
-    """The rows a sink wrote (JSON lines in its folder; hidden files are in-progress parts)."""
+    """The rows a filesystem sink wrote (JSON lines in its folder; hidden files are in progress)."""
     assert case.sink_dir is not None
     rows: Rows = []
     for path in sorted(case.sink_dir.rglob("*")):
         if path.is_file() and not path.name.startswith("."):
             rows += [("+I", json.loads(x, parse_float=Decimal)) for x in path.read_text().splitlines() if x.strip()]
-    if case.output == "events":
-        rows = [(r["op"], {"before": r["before"], "after": r["after"]}) for _, r in rows]
-        outcome.columns = ["before", "after"]
-    else:
-        outcome.columns = list(rows[0][1]) if rows else []
     outcome.rows = rows
+    outcome.columns = list(rows[0][1]) if rows else []
 
 
 def flink_rows(case: Case, outcome: Outcome) -> Rows:
-    """Flink's rows; a result that carries the kind in a column (an encoded changelog, as cdc
-    writes it) is read back as a changelog."""
+    """Flink's rows as cdc's: Debezium events as (op, images); a changelog written as rows with
+    the kind in column ``op`` (cdc's changelog rows, what the scripts' sinks write) decoded."""
     rows = outcome.rows
-    encoded = outcome.columns[:1] == [case.kind_column] and all(k == "+I" for k, _ in rows)
-    if case.output == "changelog" and encoded:
+    if case.output == "events":
+        return [(r["op"], {"before": r["before"], "after": r["after"]}) for _, r in rows]
+    encoded = outcome.columns[:1] == ["op"] and all(k == "+I" for k, _ in rows)
+    if case.output in ("changelog", "table") and encoded and rows:
         decoded: Rows = []
         for _, row in rows:
             r = dict(row)
-            decoded.append((r.pop(case.kind_column), r))
+            decoded.append((r.pop("op"), r))
         return decoded
     return rows
 
 
 def compare(case: Case, want: Rows, got: Rows, parallelism: int) -> tuple[bool, str]:
     if case.output == "table":
-        got = net(got, case.keys)
+        # The table Flink keeps: keyed only in an upsert sink; the SQL client's table view (and a
+        # file of the changelog) is a multiset, whatever cdc's --key.
+        keys = case.keys if case.upsert_sink else []
+        got = net(got, keys)
         ok = multiset(want) == multiset(got)
-        how = f"table netted {'by key ' + ','.join(case.keys) if case.keys else 'as a multiset'}"
+        how = f"table (upsert sink keyed by {','.join(keys)})" if keys else "table (a multiset)"
         return ok, f"{how}, {len(want)} rows" if ok else diff(want, got, how)
+    if case.upsert_sink:
+        # An upsert-kafka sink's topic is a table: the last value per key, a tombstone deleting it.
+        w, g = net(want, case.keys), net(got, case.keys)
+        how = f"the upsert sink's table by key {','.join(case.keys)} ({len(got)} records)"
+        return (True, f"{how}, {len(w)} rows") if multiset(w) == multiset(g) else (False, diff(w, g, how))
     if rows_equal(want, got):
         return True, f"{len(got)} rows, same order"
     if parallelism == 1:
@@ -289,328 +288,61 @@ def diff(want: Rows, got: Rows, how: str) -> str:
     return f"{how}: cdc {len(want)} rows, flink {len(got)}; only cdc: {only_w}; only flink: {only_g}"
 
 
-# ------------------------------------------------------------------------------------- cases
-
-
-def csv_copy(src: Path, name: str) -> Path:
-    """A conformance input as a CSV file with a header line (values as text, null as empty)."""
-    rows = [json.loads(line) for line in src.read_text().splitlines() if line.strip()]
-    columns = list(dict.fromkeys(c for r in rows for c in r))
-    path = WORK / f"{name}.csv"
-    with path.open("w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(columns)
-        for r in rows:
-            w.writerow(["" if r.get(c) is None else _text(r[c]) for c in columns])
-    return path
-
-
-def _text(v: Any) -> str:
-    if isinstance(v, bool):
-        return str(v).lower()
-    return str(v)
-
-
-def conformance_cases() -> list[Case]:
-    cases = []
-    for d in sorted(ORACLE.iterdir()):
-        if not d.is_dir():
-            continue
-        args = json.loads((d / "args.json").read_text())
-        command, flags = args["command"], list(args["flags"])
-        output = "append" if command == "to-changelog" else "changelog"
-        cases.append(Case(d.name, command, [d / "input.jsonl"], flags, output))
-        if command in ("from-changelog", "to-changelog") and not d.name.startswith("from_err"):
-            cases.append(
-                Case(
-                    d.name + ".csv",
-                    command,
-                    [csv_copy(d / "input.jsonl", d.name)],
-                    flags,
-                    output,
-                    defect="5 (CSV header)",
-                )
-            )
-    dbz_schema = ORACLE / "dbz_schema_0" / "input.jsonl"
-    cases.append(
-        Case(
-            "dbz_schema_0.to-changelog",
-            "to-changelog",
-            [dbz_schema],
-            ["--input-format", "debezium"],
-            "append",
-            defect="3 (schema-include)",
-        )
-    )
-    return cases
-
-
-def sample_cases() -> list[Case]:
-    s = SAMPLES
-    cases = []
-    for command, output in (
-        ("from-changelog", "changelog"),
-        ("to-changelog", "append"),
-        ("debezium-decode", "changelog"),
-    ):
-        for path in sorted(s.iterdir()):
-            cases.append(Case(f"{path.name}", command, [path], [], output))
-    cases += [
-        Case(
-            "flat-cdc.jsonl --preset debezium --key id",
-            "from-changelog",
-            [s / "flat-cdc.jsonl"],
-            ["--preset", "debezium", "--key", "id"],
-            defect="1 (PARTITION BY)",
-        ),
-        Case(
-            "flat-cdc.jsonl retract mapping --key id",
-            "from-changelog",
-            [s / "flat-cdc.jsonl"],
-            [
-                "--op",
-                "__op",
-                "-m",
-                "c, r=INSERT",
-                "-m",
-                "x=UPDATE_BEFORE",
-                "-m",
-                "u=UPDATE_AFTER",
-                "-m",
-                "d=DELETE",
-                "--key",
-                "id",
-            ],
-            defect="1 (PARTITION BY)",
-        ),
-        # decode and aggregate: the CLI has --print-sql for them now
-        Case("canal-products.jsonl", "decode", [s / "canal-products.jsonl"], [], defect="(several tables)"),
-        Case(
-            "canal-products.jsonl --table-include products --on-error skip",
-            "decode",
-            [s / "canal-products.jsonl"],
-            ["--table-include", "products", "--on-error", "skip"],
-        ),
-        Case("maxwell-products.jsonl", "decode", [s / "maxwell-products.jsonl"], []),
-        Case(
-            "maxwell-products.jsonl --bootstrap skip --on-error skip",
-            "decode",
-            [s / "maxwell-products.jsonl"],
-            ["--bootstrap", "skip", "--on-error", "skip"],
-        ),
-        Case("ogg-products.jsonl", "decode", [s / "ogg-products.jsonl"], []),
-        Case(
-            "mysql-inventory.jsonl --raw-values --on-error skip",
-            "decode",
-            [s / "mysql-inventory.jsonl"],
-            ["--raw-values", "--on-error", "skip"],
-        ),
-        Case(
-            "clicks.jsonl COUNT(*) per user",
-            "aggregate",
-            [s / "clicks.jsonl"],
-            ["--input-mode", "append", "-g", "user", "-a", "cnt=COUNT(*)"],
-            keys=["user"],
-        ),
-        Case(
-            "clicks.jsonl COUNT(*) per user --where",
-            "aggregate",
-            [s / "clicks.jsonl"],
-            ["--input-mode", "append", "-g", "user", "-a", "cnt=COUNT(*)", "--where", "url <> './home'"],
-            keys=["user"],
-        ),
-        Case(
-            "product-prices.jsonl changelog SUM/MIN/MAX",
-            "aggregate",
-            [s / "product-prices.jsonl"],
-            ["-g", "product_name", "-a", "n=COUNT(*)", "-a", "lo=MIN(price)", "-a", "hi=MAX(price)"],
-            keys=["product_name"],
-        ),
-        Case(
-            "flat-cdc.jsonl upsert COUNT per plan",
-            "aggregate",
-            [s / "flat-cdc.jsonl"],
-            ["--input-mode", "upsert", "--key", "id", "-g", "plan", "-a", "n=COUNT(*)"],
-            keys=["plan"],
-        ),
-        Case(
-            "delta-cdf-orders.csv --preset delta-cdf",
-            "from-changelog",
-            [s / "delta-cdf-orders.csv"],
-            ["--preset", "delta-cdf"],
-            defect="5 (CSV header)",
-        ),
-        Case(
-            "delta-cdf-orders.csv, the mapping without the preset (no pairing)",
-            "from-changelog",
-            [s / "delta-cdf-orders.csv"],
-            [
-                "--op",
-                "_change_type",
-                "-m",
-                "insert=INSERT",
-                "-m",
-                "update_preimage=UPDATE_BEFORE",
-                "-m",
-                "update_postimage=UPDATE_AFTER",
-                "-m",
-                "delete=DELETE",
-            ],
-            defect="5 (CSV header)",
-        ),
-        Case(
-            "ducklake-changes.csv --preset ducklake",
-            "from-changelog",
-            [s / "ducklake-changes.csv"],
-            ["--preset", "ducklake"],
-            defect="5 (CSV header)",
-        ),
-        Case(
-            "orders-bad-op.jsonl --on-error skip",
-            "from-changelog",
-            [s / "orders-bad-op.jsonl"],
-            ["--on-error", "skip"],
-            defect="2 (SKIP)",
-        ),
-        Case(
-            "orders-bad-op.jsonl --on-error skip --drop INSERT",
-            "from-changelog",
-            [s / "orders-bad-op.jsonl"],
-            ["--on-error", "skip", "--drop", "INSERT"],
-            defect="2 (SKIP)",
-        ),
-        Case(
-            "product-prices.jsonl --drop UPDATE_BEFORE",
-            "to-changelog",
-            [s / "product-prices.jsonl"],
-            ["--drop", "UPDATE_BEFORE"],
-            "append",
-        ),
-        Case(
-            "product-prices.jsonl deletion flag",
-            "to-changelog",
-            [s / "product-prices.jsonl"],
-            ["--op", "deleted", "-m", "INSERT, UPDATE_AFTER=false", "-m", "DELETE=true"],
-            "append",
-        ),
-        Case(
-            "mysql-inventory.jsonl",
-            "to-changelog",
-            [s / "mysql-inventory.jsonl"],
-            ["--input-format", "debezium"],
-            "append",
-            defect="3/4 (Decimal)",
-        ),
-        Case(
-            "mysql-inventory.jsonl --raw-values",
-            "debezium-decode",
-            [s / "mysql-inventory.jsonl"],
-            ["--raw-values"],
-            defect="4 (null lines)",
-        ),
-        Case(
-            "mysql-inventory.jsonl --raw-values --on-error skip",
-            "debezium-decode",
-            [s / "mysql-inventory.jsonl"],
-            ["--raw-values", "--on-error", "skip"],
-            defect="4",
-        ),
-        Case(
-            "postgres-default-identity.jsonl --key id",
-            "debezium-decode",
-            [s / "postgres-default-identity.jsonl"],
-            ["--key", "id"],
-            keys=["id"],
-        ),
-        Case(
-            "mysql-inventory.jsonl --metadata source.table=tbl",
-            "debezium-decode",
-            [s / "mysql-inventory.jsonl"],
-            ["--raw-values", "--on-error", "skip", "--metadata", "source.table=tbl"],
-        ),
-    ]
-    for c in cases:
-        if c.name.endswith("mysql-inventory.jsonl") and c.command == "debezium-decode" and not c.flags:
-            c.defect = "4 (Decimal)"
-        if c.name == "orders-ops.csv" and c.command == "from-changelog":
-            c.defect = "5 (CSV)"
-    return cases
-
-
-def all_cases(kafka: bool = False) -> list[Case]:
-    from builder_cases import builder_cases
-
-    cases = conformance_cases() + sample_cases() + builder_cases(WORK)
-    if kafka:
-        from kafka_cases import kafka_cases
-
-        cases += kafka_cases(WORK)
-    return cases
-
-
 # ------------------------------------------------------------------------------------- running
 
 
-def script_of(case: Case) -> tuple[str | None, str]:
-    """The SQL, or (None, reason) when cdc refuses."""
-    if case.builder is not None:
-        from cdc.core.errors import UsageError
-
-        try:
-            return case.builder(), ""
-        except UsageError as exc:
-            return None, str(exc) + (f" / hint: {exc.hint}" if exc.hint else "")
-    result = run_cdc([case.command, *case.inputs, *case.flags, "--print-sql"])
+def script_of(case: Case, sql_flags: Sequence[str]) -> tuple[str | None, str]:
+    """The SQL ``cdc … --print-sql`` prints, or (None, reason) when cdc refuses."""
+    result = run_cdc([*case.argv(), "--print-sql", *sql_flags])
     if result.returncode == 2:
         return None, first_line(result.stderr)
-    if result.returncode == 3:  # the input itself is wrong for the command, seen while sampling
-        return None, "exit 3 (bad input): " + first_line(result.stderr)
     if result.returncode != 0:
         raise RuntimeError(f"--print-sql exit {result.returncode}: {first_line(result.stderr)}")
     return result.stdout.decode(), ""
 
 
+def script_file(case: Case) -> Path:
+    name = f"{case.command}.{case.label}.{' '.join(case.flags)}"
+    safe = "".join(c if c.isalnum() or c in ".-_" else "_" for c in name)[:150]
+    return WORK / "scripts" / f"{safe}.sql"
+
+
 def check(case: Case, parallelisms: Sequence[int], broker: Any = None) -> list[Result]:
     start = time.monotonic()
+    sql_flags = list(case.sql_flags)
+    if case.kafka is not None:
+        sql_flags += case.kafka.prepare(broker)
     try:
-        if case.kafka is not None:
-            sql: str | None = case.kafka(broker)
-            reason = ""
-        else:
-            sql, reason = script_of(case)
+        sql, reason = script_of(case, sql_flags)
     except Exception as exc:  # noqa: BLE001 - a case that cannot even print is a failure
-        return [Result(case, None, "FAIL", f"printing the SQL: {exc}")]
+        return [Result(case, None, "FAIL", f"printing the SQL: {exc}", time.monotonic() - start)]
     if sql is None:
         return [Result(case, None, "refused", reason, time.monotonic() - start)]
-    (WORK / "scripts").mkdir(parents=True, exist_ok=True)
-    (WORK / "scripts" / (case.name.replace("/", "_").replace(" ", "_") + f".{case.command}.sql")).write_text(sql)
-    if case.expected is not None:
-        want, cdc_fails, cdc_reason = case.expected, False, ""
-    else:
-        args = case.cdc_args if case.cdc_args is not None else [case.command, *case.inputs, *case.flags]
-        ran = run_cdc(args)
-        if ran.returncode not in (0, 3):
-            return [Result(case, None, "FAIL", f"cdc exit {ran.returncode}: {first_line(ran.stderr)}")]
-        cdc_fails, cdc_reason = ran.returncode == 3, first_line(ran.stderr)
-        want = [] if cdc_fails else cdc_rows(case, ran.stdout)
+    path = script_file(case)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(sql)
+    ran = run_cdc(case.argv())
+    if ran.returncode not in (0, 3):
+        return [Result(case, None, "FAIL", f"cdc exit {ran.returncode}: {first_line(ran.stderr)}")]
+    cdc_fails, cdc_reason = ran.returncode == 3, first_line(ran.stderr)
+    want = [] if cdc_fails else cdc_rows(case, ran.stdout)
     results = []
     for p in parallelisms:
         t = time.monotonic()
-        jars = broker.jars if broker is not None else []
         if case.sink_dir is not None:
             shutil.rmtree(case.sink_dir, ignore_errors=True)
-        if case.kafka:
-            outcome = run_script(sql, p, jars=jars, idle=4.0, limit=90.0, expect=len(want))
-        else:
-            outcome = run_script(sql, p, jars=jars)
+        for _attempt in (1, 2):
+            outcome = case.kafka.run(broker, sql, p, len(want)) if case.kafka is not None else run_script(sql, p)
+            # The local mini-cluster itself sometimes fails to start on a loaded machine: run again once.
+            if not (outcome.error and "MiniCluster is not yet running" in outcome.error):
+                break
         if case.sink_dir is not None and not outcome.error:
             read_back(case, outcome)
         seconds = time.monotonic() - t
         if cdc_fails:
             if outcome.error and outcome.phase == "run":
-                results.append(
-                    Result(case, p, "match", f"both fail: cdc «{cdc_reason}», flink «{outcome.error}»", seconds)
-                )
+                detail = f"both fail: cdc «{cdc_reason}», flink «{outcome.error}»"
+                results.append(Result(case, p, "match", detail, seconds))
             else:
                 detail = outcome.error or f"{len(outcome.rows)} rows"
                 results.append(Result(case, p, "FAIL", f"cdc fails («{cdc_reason}»), flink: {detail}", seconds))
@@ -623,47 +355,177 @@ def check(case: Case, parallelisms: Sequence[int], broker: Any = None) -> list[R
     return results
 
 
-def table(results: list[Result], title: str, seconds: float, parallelisms: Sequence[int]) -> str:
+# ------------------------------------------------------------------------------------- report
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def summary(results: list[Result], parallelisms: Sequence[int]) -> list[str]:
+    """Per command: cases, and per parallelism how many matched / were refused / failed."""
+    head = (
+        "| command | cases | " + " | ".join(f"parallelism {p}: match / refused / failed" for p in parallelisms) + " |"
+    )
+    lines = [head, "|---|---|" + "---|" * len(parallelisms)]
+    order = [*COMMANDS, "kafka"]
+    by_command: dict[str, list[Result]] = {}
+    for r in results:
+        by_command.setdefault("kafka" if r.case.kafka else r.case.command, []).append(r)
+    total: Counter[tuple[int, str]] = Counter()
+    ncases = 0
+    for command in sorted(by_command, key=order.index):
+        rs = by_command[command]
+        cases = {id(r.case) for r in rs}
+        refused = sum(1 for r in rs if r.status == "refused")
+        cells = []
+        for p in parallelisms:
+            m = sum(1 for r in rs if r.parallelism == p and r.status == "match")
+            f = sum(1 for r in rs if r.parallelism in (p, None) and r.status == "FAIL")
+            total[(p, "match")] += m
+            total[(p, "FAIL")] += f
+            cells.append(f"{m} / {refused} / {f}")
+        total[(0, "refused")] += refused
+        ncases += len(cases)
+        label = "Kafka (`--sql-source`/`--sql-sink` kafka, upsert-kafka)" if command == "kafka" else f"`{command}`"
+        lines.append(f"| {label} | {len(cases)} | " + " | ".join(cells) + " |")
+    cells = [f"**{total[(p, 'match')]} / {total[(0, 'refused')]} / {total[(p, 'FAIL')]}**" for p in parallelisms]
+    lines.append(f"| all | **{ncases}** | " + " | ".join(cells) + " |")
+    return lines
+
+
+def refusals(results: list[Result]) -> list[str]:
+    """The reasons cdc gave, each with the cases it was given for."""
+    reasons: dict[str, list[str]] = {}
+    for r in results:
+        if r.status == "refused":
+            reason = r.detail.split(" / hint:")[0]
+            for path in (str(REPO), "file://"):
+                reason = reason.replace(path + "/", "")
+            reasons.setdefault(reason, []).append(f"{r.case.command} {r.case.name}")
+    lines = ["| reason (cdc's message, exit 2) | cases |", "|---|---|"]
+    for reason, cases in sorted(reasons.items(), key=lambda kv: -len(kv[1])):
+        lines.append(f"| {_cell(reason)} | {len(cases)}: {_cell(', '.join(cases))} |")
+    return lines
+
+
+def table(
+    results: list[Result], seconds: float, parallelisms: Sequence[int], missing: int = 0, parts: bool = False
+) -> str:
     counts = Counter(r.status for r in results)
+    ncases = len({id(r.case) for r in results})
     lines = [
-        f"# {title}",
+        "# Flink check: cdc's --print-sql scripts run in Flink 2.3",
         "",
         f"Flink 2.3.0 (PyFlink local mini-cluster), parallelism {' and '.join(map(str, parallelisms))}; "
-        f"{len({id(r.case) for r in results})} cases, {len(results)} runs: "
-        f"{counts['match']} match, {counts['refused']} refused (cdc printed no SQL: exit 2, or exit 3 for "
-        f"input the command cannot read), "
-        f"{counts['FAIL']} failed. Wall time {seconds:.0f} s.",
+        f"{ncases} cases (cdc command lines), {len(results)} results: {counts['match']} runs match, "
+        f"{counts['refused']} cases refused (exit 2: cdc printed no SQL and said why), {counts['FAIL']} failed. "
+        f"Wall time {seconds:.0f} s"
+        + (" (the sum over the runs of `--part K/N` this table gathers)" if parts else "")
+        + "."
+        + (f" {missing} cases not run yet." if missing else ""),
         "",
         "Reproduce: `bash scaleout/setup.sh && scaleout/.flink-venv/bin/python scaleout/flink_check.py"
-        " [--kafka]`. At parallelism 1 rows are compared in order; at 4 in order when Flink kept it, else per key"
-        " (keyed cases) or as a multiset, as the detail says. Defect 6 (streaming mode) is in every run: the base"
-        " configuration is batch, the script's SET makes it streaming. Defects are issue #11's numbering.",
+        " [--kafka]`. Every case is the command line in the table run twice: with `--print-sql` (and the"
+        " case's SQL flags) for the script Flink runs, and as is for cdc's rows. At parallelism 1 rows are"
+        " compared in order; at 4 in order when Flink kept it, else per key or as a multiset, as the detail says."
+        " Defect 6 (streaming mode) is in every run: the base configuration is batch, the script's SET makes it"
+        " streaming. Defects are issue #11's numbering.",
         "",
-        "| case | command | defect | parallelism | result | detail |",
+        "## By command",
+        "",
+        *summary(results, parallelisms),
+        "",
+        "## Refusals by reason",
+        "",
+        *refusals(results),
+        "",
+        "## Every case",
+        "",
+        "| input | command line | defect | parallelism | result | detail |",
         "|---|---|---|---|---|---|",
     ]
     for r in results:
-        flags = " ".join(r.case.flags)
-        command = f"`{r.case.command}{' ' + flags if flags else ''}`".replace("|", "\\|")
-        detail = r.detail.replace("|", "\\|").replace("\n", " ")
-        if r.case.note:
-            detail += f" ({r.case.note})"
+        c = r.case
+        shown = [c.command, *(f"'{f}'" if (not f or " " in f) else f for f in c.flags), *c.sql_flags_shown()]
+        detail = _cell(r.detail.replace(str(REPO) + "/", ""))
+        if c.note:
+            detail += f" ({_cell(c.note)})"
         p = "-" if r.parallelism is None else str(r.parallelism)
-        lines.append(f"| {r.case.name} | {command} | {r.case.defect} | {p} | {r.status} | {detail} |")
+        lines.append(f"| {_cell(c.label)} | `{_cell(' '.join(shown))}` | {c.defect} | {p} | {r.status} | {detail} |")
     return "\n".join(lines) + "\n"
 
 
+def case_id(case: Case) -> str:
+    return json.dumps([case.label, case.command, case.flags, case.sql_flags_shown(), case.kafka is not None])
+
+
+Stored = dict[str, tuple[float, list[Result]]]  # case id → (wall seconds of the case, its results)
+
+
+def load_results(path: Path, cases: Sequence[Case]) -> Stored:
+    """Results stored by earlier runs (``--part``), for the cases that still exist."""
+    known = {case_id(c): c for c in cases}
+    stored: Stored = {}
+    if path.exists():
+        for cid, entry in json.loads(path.read_text()).items():
+            if cid in known:
+                rs = [Result(known[cid], e["p"], e["status"], e["detail"], e["seconds"]) for e in entry["results"]]
+                stored[cid] = (entry["seconds"], rs)
+    return stored
+
+
+def save_results(path: Path, stored: Stored) -> None:
+    data = {
+        cid: {
+            "seconds": seconds,
+            "results": [{"p": r.parallelism, "status": r.status, "detail": r.detail, "seconds": r.seconds} for r in rs],
+        }
+        for cid, (seconds, rs) in stored.items()
+    }
+    path.write_text(json.dumps(data, indent=1) + "\n")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     ap.add_argument("--parallelism", type=int, action="append", help="default: 1 and 4")
-    ap.add_argument("--only", action="append", default=[], help="run cases whose name or command contains this")
+    ap.add_argument(
+        "--only", action="append", default=[], help="cases whose command is this, or whose input/group contains it"
+    )
     ap.add_argument("--kafka", action="store_true", help="also the Kafka end-to-end cases (starts a local broker)")
+    ap.add_argument(
+        "--part",
+        help="K/N: run the K-th of N parts of the cases (every N-th case); results.md then shows every part "
+        "run so far (kept in scaleout/.work/results.json)",
+    )
     ap.add_argument("--output", default=str(HERE / "results.md"))
+    ap.add_argument("--list", action="store_true", help="list the cases and stop")
     args = ap.parse_args(argv)
     parallelisms = args.parallelism or [1, 4]
     WORK.mkdir(exist_ok=True)
     tempfile.tempdir = str(WORK)
-    cases = [c for c in all_cases(args.kafka) if not args.only or any(o in c.name or o == c.command for o in args.only)]
+    cases = all_cases(WORK)
+    if args.kafka:
+        from kafka_cases import kafka_cases
+
+        cases += kafka_cases(WORK)
+    everything = list(cases)
+    if args.only:
+        cases = [
+            c
+            for c in cases
+            if any(o == c.command or o in c.label or (o == "kafka" and c.kafka is not None) for o in args.only)
+        ]
+    if args.part:
+        k, n = map(int, args.part.split("/"))
+        cases = [c for i, c in enumerate(cases) if i % n == k - 1]
+    if args.list:
+        for c in cases:
+            print(c.label, "|", " ".join(c.argv()[:1] + c.flags), "|", " ".join(c.sql_flags))
+        print(len(cases), "cases")
+        return 0
+    store = WORK / "results.json"
+    stored = load_results(store, everything) if args.part else {}
     broker = None
     start = time.monotonic()
     results: list[Result] = []
@@ -674,17 +536,26 @@ def main(argv: Sequence[str] | None = None) -> int:
             broker = Broker(WORK / "kafka")
             broker.start()
         for case in cases:
-            for r in check(case, parallelisms, broker):
+            t = time.monotonic()
+            rs = check(case, parallelisms, broker)
+            stored[case_id(case)] = (time.monotonic() - t, rs)
+            for r in rs:
                 results.append(r)
                 p = "-" if r.parallelism is None else r.parallelism
-                print(f"{r.status:7} p={p} {case.command} {case.name}: {r.detail[:160]}", flush=True)
+                line = f"{r.status:7} p={p} {r.seconds:5.1f}s {case.command} {case.label} {' '.join(case.flags)}"
+                print(f"{line}: {r.detail[:200]}", flush=True)
+            if args.part:
+                save_results(store, stored)
     finally:
         if broker is not None:
             broker.stop()
     seconds = time.monotonic() - start
-    title = "Flink check: cdc's --print-sql scripts run in Flink 2.3"
-    Path(args.output).write_text(table(results, title, seconds, parallelisms))
+    shown = [r for c in everything for r in stored.get(case_id(c), (0.0, []))[1]] if args.part else results
+    missing = sum(1 for c in everything if case_id(c) not in stored) if args.part else 0
+    total = sum(t for t, _ in stored.values()) if args.part else seconds
+    Path(args.output).write_text(table(shown, total, parallelisms, missing, bool(args.part)))
     counts = Counter(r.status for r in results)
+    print("\n".join(summary(results, parallelisms)))
     print(f"{counts['match']} match, {counts['refused']} refused, {counts['FAIL']} failed in {seconds:.0f} s")
     return 0 if counts["FAIL"] == 0 else 1
 

@@ -62,6 +62,7 @@ class Outcome:
     error: str | None = None  # the innermost cause's message when Flink failed
     phase: str = ""  # "plan" when a statement was rejected, "run" when the job failed
     seconds: float = 0.0
+    job: Any = None  # detach=True: the JobClient of the last INSERT, still running
 
 
 def cause_of(exc: BaseException) -> str:
@@ -149,9 +150,11 @@ def run_script(
     idle: float = 0.0,
     limit: float = 120.0,
     expect: int | None = None,
+    detach: bool = False,
 ) -> Outcome:
     """Run every statement; the last SELECT's rows are collected (``idle`` > 0: stop after that
-    many seconds without a row, for unbounded sources)."""
+    many seconds without a row, for unbounded sources). An INSERT is waited for, unless
+    ``detach`` (an unbounded source: the caller reads the sink, then cancels ``Outcome.job``)."""
     conf = {"execution.runtime-mode": "batch"}
     conf.update(base_conf or {})
     conf["parallelism.default"] = str(parallelism)
@@ -177,6 +180,8 @@ def run_script(
             if head in ("SELECT", "WITH"):
                 out.columns = list(result.get_table_schema().get_field_names())
                 _collect(result, out.columns, out, idle, limit, expect)
+            elif head == "INSERT" and detach:
+                out.job = result.get_job_client()
             elif head == "INSERT":
                 result.wait()
     except Exception as exc:  # noqa: BLE001 - Flink's answer is the outcome

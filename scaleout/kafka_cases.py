@@ -1,6 +1,11 @@
 """Kafka end to end: a local single-node KRaft broker (one JVM, the jars ``setup.sh`` fetched), an
-input file's records produced to a topic, the SQL printed for a Kafka source run in Flink with
-``flink-sql-connector-kafka`` on its classpath, and Flink's rows held against cdc's on the file.
+input file's records produced to a topic, and the script of the same cdc command line with
+``--sql-source kafka|upsert-kafka --topic T --bootstrap-servers H`` (and, for some cases,
+``--sql-sink kafka|upsert-kafka --sink-topic S``) run in Flink with ``flink-sql-connector-kafka``
+on its classpath. Flink's rows — the SELECT's, or the sink topic's records read back with Kafka's
+console consumer — are held against cdc's on the file; an upsert-kafka sink's topic is compared
+as the table it holds (the last value per key, a tombstone deleting it) with cdc's rows applied
+the same way.
 
 The broker listens on 127.0.0.1 only, keeps its data under ``scaleout/.work/kafka`` and is stopped
 by the harness when it is done.
@@ -14,6 +19,8 @@ import socket
 import subprocess
 import time
 import uuid
+from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -117,137 +124,247 @@ class Broker:
             args += ["--property", "parse.key=true", "--property", f"key.separator={sep}"]
         self._java("org.apache.kafka.tools.ConsoleProducer", *args, stdin=("\n".join(lines) + "\n").encode())
 
+    def consume(self, topic: str, offset: int, wait_ms: int = 3000) -> list[tuple[str | None, str | None]]:
+        """The (key, value) records of partition 0 from ``offset`` on; value None for a tombstone."""
+        sep = "\x1f"
+        args = [
+            "--bootstrap-server",
+            self.servers,
+            "--topic",
+            topic,
+            "--partition",
+            "0",
+            "--offset",
+            str(offset),
+            "--timeout-ms",
+            str(wait_ms),
+            "--property",
+            "print.key=true",
+            "--property",
+            f"key.separator={sep}",
+            "--property",
+            "null.literal=\x1e",
+        ]
+        cp = str(JARS / "kafka" / "*")
+        run = subprocess.run(
+            ["java", "-Xmx256m", "-cp", cp, "org.apache.kafka.tools.consumer.ConsoleConsumer", *args],
+            capture_output=True,
+            timeout=120,
+        )
+        out: list[tuple[str | None, str | None]] = []
+        for line in run.stdout.decode().split("\n"):  # not splitlines: it splits on \x1e too
+            if not line:
+                continue
+            key, _, value = line.partition(sep)
+            out.append((None if key == "\x1e" else key, None if value == "\x1e" else value))
+        return out
+
 
 def _lines(path: Path) -> list[str]:
     return [line.strip() for line in path.read_text().splitlines() if line.strip()]
 
 
-def kafka_cases(work: Path) -> list[Any]:
-    from flink_check import Case
+@dataclass
+class Feed:
+    """How a Kafka case's input reaches its topic, and where its script writes.
 
-    from cdc.cli.options import Common
-    from cdc.cli.print_sql import debezium_sample
-    from cdc.core import flinksql as fs
-    from cdc.core.mapping import parse_from_mapping, parse_to_mapping
-    from cdc.core.specs import DecodeSpec
+    ``source``: kafka (each line a record; a ``null`` line a tombstone) or upsert-kafka (records
+    keyed by ``key`` as JSON); ``sink``: none (the SELECT's rows), kafka or upsert-kafka."""
 
-    def types_of(path: Path) -> dict[str, str]:
-        """Column types from the first rows, as --print-sql infers them."""
-        return fs.infer_columns(json.loads(line) for line in _lines(path)[:100])
+    path: Path
+    source: str = "kafka"
+    sink: str = "none"
+    key: tuple[str, ...] = ()
+    topic: str = ""
+    sink_topic: str = ""
+    consumed: int = 0  # records of the sink topic read by earlier runs (p=1 before p=4)
 
-    def kafka_source(broker: Any, topic: str, fmt: str, key: list[str] | None = None) -> fs.Source:
-        connector = "upsert-kafka" if key else "kafka"
-        return fs.Source("-", fmt, connector, topic, broker.servers, key or [])
+    def records(self) -> list[tuple[str | None, str | None]]:
+        out: list[tuple[str | None, str | None]] = []
+        for line in _lines(self.path):
+            if self.source == "upsert-kafka":
+                row = json.loads(line)
+                out.append((json.dumps({k: row[k] for k in self.key}), line))
+            else:
+                out.append((None, None if line == "null" else line))
+        return out
 
-    def plain(path: Path) -> list[tuple[str | None, str | None]]:
-        return [(None, None if line == "null" else line) for line in _lines(path)]
+    def prepare(self, broker: Any) -> list[str]:
+        """Produce the input to a fresh topic; the SQL flags of the case."""
+        run = uuid.uuid4().hex[:8]
+        self.topic, self.sink_topic, self.consumed = f"cdc-in-{run}", f"cdc-out-{run}", 0
+        broker.produce(self.topic, self.records())
+        flags = ["--sql-source", self.source, "--topic", self.topic, "--bootstrap-servers", broker.servers]
+        if self.sink != "none":
+            flags += ["--sql-sink", self.sink, "--sink-topic", self.sink_topic]
+        return flags
 
-    def from_changelog(broker: Any) -> str:
-        case = ORACLE / "from_custom_0" / "input.jsonl"
-        broker.produce("from_custom_0", plain(case))
-        types = types_of(case)
-        mapping = parse_from_mapping(["c, r=INSERT", "ub=UPDATE_BEFORE", "ua=UPDATE_AFTER", "d=DELETE"])
-        return fs.from_changelog_sql(
-            "cdc from-changelog", kafka_source(broker, "from_custom_0", "jsonl"), types, "operation", mapping
-        )
+    def run(self, broker: Any, sql: str, parallelism: int, expect: int) -> Any:
+        from flinkrun import Outcome, run_script
 
-    def to_changelog(broker: Any) -> str:
-        case = ORACLE / "to_delflag" / "input.jsonl"
-        broker.produce("to_delflag", plain(case))
-        types = types_of(case)
-        mapping = parse_to_mapping(["INSERT, UPDATE_AFTER=false", "DELETE=true"])
-        return fs.to_changelog_sql(
-            "cdc to-changelog", kafka_source(broker, "to_delflag", "jsonl"), types, "op", "deleted", mapping
-        )
-
-    def debezium(broker: Any) -> str:
-        path = SAMPLES / "mysql-inventory.jsonl"
-        broker.produce("inventory", plain(path))  # the 'null' line becomes a real tombstone
-        types, info = debezium_sample(Common(inputs=[str(path)]), DecodeSpec(raw_values=True))
-        return fs.debezium_sql(
-            "cdc debezium-decode",
-            kafka_source(broker, "inventory", "debezium"),
-            types,
-            info.schema_include,
-            [("source.table", "tbl")],
-            info=info,
-        )
-
-    def debezium_times(broker: Any) -> str:
-        path = ORACLE / "dbz_0" / "input.jsonl"
-        broker.produce("dbz_0", plain(path))
-        types, info = debezium_sample(Common(inputs=[str(path)]), DecodeSpec())
-        metadata = [("ingestion-timestamp", "ingestion_timestamp"), ("source.timestamp", "sts")]
-        return fs.debezium_sql(
-            "cdc debezium-decode", kafka_source(broker, "dbz_0", "debezium"), types, False, metadata, info=info
-        )
-
-    def upsert(broker: Any) -> str:
-        path = SAMPLES / "flat-cdc.jsonl"
+        if self.sink == "none":
+            return run_script(sql, parallelism, jars=broker.jars, idle=4.0, limit=90.0, expect=expect)
+        outcome: Outcome = run_script(sql, parallelism, jars=broker.jars, detach=True)
+        if outcome.error or outcome.job is None:
+            return outcome
         records: list[tuple[str | None, str | None]] = []
-        for line in _lines(path):
-            row = json.loads(line)
-            key = json.dumps({"id": row["id"]})
-            records.append((key, None if row["__deleted"] == "true" else line))
-        broker.produce("flat_cdc", records)
-        types = types_of(path)
-        return fs.replay_sql(kafka_source(broker, "flat_cdc", "jsonl", ["id"]), types, ["id"], input_mode="upsert")
+        deadline = time.monotonic() + 90
+        try:
+            while time.monotonic() < deadline:  # until two reads in a row find nothing new
+                time.sleep(2)
+                more = broker.consume(self.sink_topic, self.consumed + len(records))
+                if not more and records:
+                    break
+                records += more
+        finally:
+            outcome.job.cancel().result()
+        self.consumed += len(records)
+        rows: list[tuple[str, dict[str, Any]]] = []
+        for key, value in records:
+            if value is None:  # an upsert-kafka tombstone: the key's row is deleted
+                rows.append(("-D", json.loads(key or "{}", parse_float=Decimal)))
+            else:
+                rows.append(("+I", json.loads(value, parse_float=Decimal)))
+        outcome.rows = rows
+        outcome.columns = list(rows[0][1]) if rows else []
+        return outcome
 
-    via = "via Kafka: the file's records produced to a topic"
+
+def kafka_cases(work: Path) -> list[Any]:
+    from cases import AGGREGATE, ORACLE, SAMPLES, Case
+
+    s = SAMPLES
+
+    def case(
+        group: str,
+        name: str,
+        command: str,
+        path: Path,
+        flags: list[str],
+        feed: Feed,
+        output: str = "changelog",
+        keys: list[str] | None = None,
+        defect: str = "",
+    ) -> Any:
+        where = f"{feed.source} → {feed.sink if feed.sink != 'none' else 'SELECT'}"
+        return Case(
+            group, f"{name} ({where})", command, [path], flags, output, keys=keys or [], defect=defect, kafka=feed
+        )
+
+    custom = ["--op", "operation", "-m", "c, r=INSERT", "-m", "ub=UPDATE_BEFORE", "-m", "ua=UPDATE_AFTER"]
+    delflag = ["--op", "deleted", "-m", "INSERT, UPDATE_AFTER=false", "-m", "DELETE=true"]
+    inv = s / "mysql-inventory.jsonl"
+    oracle = "conformance/flink-oracle"
+    upsert_in = AGGREGATE / "upsert_input" / "input.jsonl"
     return [
-        Case(
-            "kafka: from_custom_0",
+        case(
+            oracle,
+            "from_custom_0",
             "from-changelog",
-            [ORACLE / "from_custom_0" / "input.jsonl"],
-            [
-                "--op",
-                "operation",
-                "-m",
-                "c, r=INSERT",
-                "-m",
-                "ub=UPDATE_BEFORE",
-                "-m",
-                "ua=UPDATE_AFTER",
-                "-m",
-                "d=DELETE",
-            ],
-            kafka=from_changelog,
-            note=via,
+            ORACLE / "from_custom_0" / "input.jsonl",
+            [*custom, "-m", "d=DELETE"],
+            Feed(ORACLE / "from_custom_0" / "input.jsonl"),
         ),
-        Case(
-            "kafka: to_delflag",
+        case(
+            oracle,
+            "to_delflag",
             "to-changelog",
-            [ORACLE / "to_delflag" / "input.jsonl"],
-            ["--op", "deleted", "-m", "INSERT, UPDATE_AFTER=false", "-m", "DELETE=true"],
+            ORACLE / "to_delflag" / "input.jsonl",
+            delflag,
+            Feed(ORACLE / "to_delflag" / "input.jsonl", sink="kafka"),
             "append",
-            kafka=to_changelog,
-            note=via,
         ),
-        Case(
-            "kafka: mysql-inventory.jsonl + metadata",
+        case(
+            "samples",
+            inv.name,
             "debezium-decode",
-            [SAMPLES / "mysql-inventory.jsonl"],
+            inv,
             ["--raw-values", "--metadata", "source.table=tbl"],
-            kafka=debezium,
-            note=via + "; the null line as a tombstone",
-            defect="4 (null lines), metadata",
+            Feed(inv),
+            defect="4 (null line: a tombstone)",
         ),
-        Case(
-            "kafka: dbz_0 + TIMESTAMP_LTZ metadata",
+        case(
+            oracle,
+            "dbz_0",
             "debezium-decode",
-            [ORACLE / "dbz_0" / "input.jsonl"],
+            ORACLE / "dbz_0" / "input.jsonl",
             ["--metadata", "ingestion-timestamp", "--metadata", "source.timestamp=sts"],
-            kafka=debezium_times,
-            note=via,
-            defect="metadata",
+            Feed(ORACLE / "dbz_0" / "input.jsonl", sink="kafka"),
         ),
-        Case(
-            "upsert-kafka: flat-cdc.jsonl",
+        case(
+            "samples",
+            "canal-products.jsonl",
+            "decode",
+            s / "canal-products.jsonl",
+            ["--envelope", "canal", "--table-include", "products", "--on-error", "skip"],
+            Feed(s / "canal-products.jsonl"),
+        ),
+        case(
+            "samples",
+            "flat-cdc.jsonl",
             "replay",
-            [SAMPLES / "flat-cdc.jsonl"],
-            ["--input-mode", "upsert", "--key", "id", "--delete-when", "__deleted=true"],
+            s / "flat-cdc.jsonl",
+            ["--input-mode", "upsert", "--key", "id"],
+            Feed(s / "flat-cdc.jsonl", "upsert-kafka", key=("id",)),
             keys=["id"],
-            kafka=upsert,
-            note="upsert-kafka, keyed by id, deletes as tombstones; Flink's ChangelogNormalize",
+        ),
+        case(
+            "samples",
+            "flat-cdc.jsonl",
+            "replay",
+            s / "flat-cdc.jsonl",
+            ["--input-mode", "upsert", "--key", "id", "--emit", "upsert"],
+            Feed(s / "flat-cdc.jsonl", "upsert-kafka", "upsert-kafka", key=("id",)),
+            keys=["id"],
+        ),
+        case(
+            "conformance/flink-aggregate",
+            "upsert_input",
+            "aggregate",
+            upsert_in,
+            [
+                "--input-mode",
+                "upsert",
+                "--key",
+                "id",
+                "--group-by",
+                "user",
+                "--agg",
+                "n=COUNT(*)",
+                "--agg",
+                "total=SUM(dwell)",
+                "--agg",
+                "longest=MAX(dwell)",
+            ],
+            Feed(upsert_in, "upsert-kafka", "upsert-kafka", key=("id",)),
+            keys=["user"],
+        ),
+        case(
+            "samples",
+            "clicks.jsonl",
+            "aggregate",
+            s / "clicks.jsonl",
+            ["--input-mode", "append", "-g", "user", "-a", "cnt=COUNT(*)"],
+            Feed(s / "clicks.jsonl", sink="upsert-kafka"),
+            keys=["user"],
+        ),
+        case(
+            "samples",
+            "product-prices.jsonl",
+            "materialize",
+            s / "product-prices.jsonl",
+            ["--key", "product_id"],
+            Feed(s / "product-prices.jsonl", sink="upsert-kafka"),
+            "table",
+            keys=["product_id"],
+        ),
+        case(
+            oracle,
+            "to_named",
+            "debezium-encode",
+            ORACLE / "to_named" / "input.jsonl",
+            ["--split-updates"],
+            Feed(ORACLE / "to_named" / "input.jsonl", sink="kafka"),
+            "events",
         ),
     ]

@@ -99,7 +99,7 @@ def test_debezium_key_normalizes_by_primary_key() -> None:
         (fs.DebeziumInfo(partial_before=True), (), "lacks columns"),
         (fs.DebeziumInfo(partial_after=True), ("id",), "after image lacks columns"),
         (fs.DebeziumInfo(rejected="a record with op 'm'"), (), "skips it"),
-        (fs.DebeziumInfo(unsupported="a record with type 'bootstrap-insert'"), (), "cannot read it"),
+        (fs.DebeziumInfo(unsupported="a record with type 'bootstrap-insert'"), (), "does not give the rows cdc emits"),
         (fs.DebeziumInfo(tables=frozenset({"db.a", "db.b"})), (), "2 tables"),
     ],
 )
@@ -210,3 +210,50 @@ def test_canal_table_filter() -> None:
     assert "'canal-json.table.include' = 'a'" in sql
     with pytest.raises(UsageError, match="no database / table filter"):
         fs.decode_sql(fs.Source("/x.jsonl", "maxwell"), {"id": "BIGINT"}, table_include="a")
+
+
+def test_aggregate_result_types_are_flinks() -> None:
+    assert fs.agg_type("COUNT", None) == fs.agg_type("count", "STRING") == "BIGINT"
+    assert fs.agg_type("SUM", "DECIMAL(10, 2)") == "DECIMAL(38, 2)"
+    assert fs.agg_type("AVG", "DECIMAL(10, 2)") == "DECIMAL(38, 6)"
+    assert fs.agg_type("AVG", "BIGINT") == "BIGINT"  # Flink's AVG of integers is an integer
+    assert fs.agg_type("MAX", "DOUBLE") == fs.agg_type("FIRST_VALUE", "DOUBLE") == "DOUBLE"
+
+
+def test_aggregate_without_group_by_is_one_global_row() -> None:
+    sql = fs.aggregate_sql(FILE, {"x": "BIGINT"}, [], [("n", "COUNT", None, False), ("s", "SUM", "x", False)])
+    assert statements(sql)[-1] == "SELECT COUNT(*) AS `n`, SUM(`x`) AS `s`\nFROM `cdc_input`;"
+
+
+def test_keyed_state_findings_of_a_sample() -> None:
+    rows = [
+        {"op": "INSERT", "k": 1, "v": "a"},
+        {"op": "+I", "k": 1, "v": "b"},  # an insert of an existing key
+        {"op": "-U", "k": 2, "v": "x"},  # a retraction of an absent row, and no +U follows
+    ]
+    assert fs.keyed_findings(rows, "op", ["k"]) == "insert of an existing key 1, retraction of an absent row 1"
+    assert fs.dangling_retractions(rows, "op", ["k"]) == "a -U that no +U follows 1"
+    paired = [{"op": "-U", "k": 1, "v": "a"}, {"op": "+U", "k": 1, "v": "b"}, {"op": "-U", "k": 1, "v": "b"}]
+    assert fs.dangling_retractions(paired[:2], "op", ["k"]) == ""
+    assert fs.dangling_retractions(paired, "op", ["k"]) == "a -U that no +U follows 1"
+
+
+def test_scan_records_of_canal_follows_the_table_filter() -> None:
+    alter = {"type": "ALTER", "database": "shop", "table": "orders", "data": None}
+    update = {"type": "UPDATE", "database": "shop", "table": "products", "data": [{"id": "1"}], "old": None}
+    assert fs.scan_records([alter, update], "canal").rejected == "a record with type 'ALTER'"
+    only_products = fs.scan_records([alter, update], "canal", table_include="prod.*")
+    assert only_products.rejected == "" and "without 'old'" in only_products.unsupported
+    assert fs.scan_records([alter, update], "canal", table_include="prod").unsupported == ""  # a whole-name match
+
+
+def test_replay_append_of_text_times_checks_the_sample() -> None:
+    cols = {"k": "STRING", "t": "STRING"}
+    with pytest.raises(UsageError, match="'2024-01-01T00:00:00'"):
+        fs.replay_sql(
+            FILE, cols, ["k"], input_mode="append", order_by="t", sample=[{"k": "a", "t": "2024-01-01T00:00:00"}]
+        )
+    sql = fs.replay_sql(
+        FILE, cols, ["k"], input_mode="append", order_by="t", sample=[{"k": "a", "t": "2024-01-01 00:00:00.5"}]
+    )
+    assert "`t` TIMESTAMP(3)" in sql

@@ -236,3 +236,189 @@ def test_change_feed_commit_pairing_is_refused() -> None:
     args = ["from-changelog", SAMPLES / "delta-cdf-orders.csv", "--op", "_change_type", "-m", "insert=INSERT"]
     args += ["-m", "update_preimage=UPDATE_BEFORE", "-m", "update_postimage=UPDATE_AFTER", "-m", "delete=DELETE"]
     assert "FROM FROM_CHANGELOG(" in statements(sql_of(args))[-1]
+
+
+# --- defects the harness found by running every command line's script (scaleout/results.md) -------------------
+
+
+def _canal(rows: list[dict[str, str]], old: list[dict[str, str]] | None, kind: str = "UPDATE", **more: object) -> dict:
+    types = {"id": 4, "name": 12, "w": 7}
+    return {"data": rows, "old": old, "type": kind, "database": "db", "table": "t", "isDdl": False,
+            "sqlType": types, "es": 1, "ts": 2, **more}  # fmt: skip
+
+
+def test_to_changelog_of_an_envelope_declares_the_image_columns_once(tmp_path: Path) -> None:
+    """--input-format maxwell read decoded rows (with their kind column) as the table's columns:
+    Flink rejected the script ('Field names must be unique. Found duplicates: [op]')."""
+    events = [
+        {"database": "db", "table": "t", "type": "insert", "ts": 1, "data": {"id": 1, "name": "a"}},
+        {
+            "database": "db",
+            "table": "t",
+            "type": "update",
+            "ts": 2,
+            "data": {"id": 1, "name": "b"},
+            "old": {"name": "a"},
+        },
+    ]
+    src = write_jsonl(tmp_path / "maxwell.jsonl", events)
+    parts = statements(sql_of(["to-changelog", "-i", "maxwell", src]))
+    assert parts[1] == (
+        "CREATE TABLE `cdc_input` (\n  `id` BIGINT,\n  `name` STRING\n) WITH (\n  'connector' = 'filesystem',\n"
+        f"  'path' = 'file://{src}',\n  'format' = 'maxwell-json'\n);"
+    )
+    assert parts[2].startswith("SELECT `op`, `id`, `name` FROM TO_CHANGELOG(")
+    # and the records are scanned as decode scans them
+    assert "bootstrap-insert" in refusal_of(["to-changelog", "-i", "maxwell", SAMPLES / "maxwell-products.jsonl"])
+    assert "2 tables" in refusal_of(["materialize", "-i", "canal", SAMPLES / "canal-products.jsonl"])
+
+
+def test_aggregate_emit_upsert_drops_update_befores() -> None:
+    """The retract query was printed for --emit upsert: Flink's rows had -U, cdc's do not."""
+    args = ["aggregate", SAMPLES / "clicks.jsonl", "--input-mode", "append", "-g", "user", "-a", "cnt=COUNT(*)"]
+    parts = statements(sql_of([*args, "--emit", "upsert"]))
+    assert parts[-2] == (
+        "CREATE TEMPORARY VIEW `cdc_result` AS\nSELECT `user`, COUNT(*) AS `cnt` FROM `cdc_input` GROUP BY `user`;"
+    )
+    assert parts[-1] == (
+        "SELECT `op`, `user`, `cnt` FROM TO_CHANGELOG(\n  input => TABLE `cdc_result`,\n  op => DESCRIPTOR(`op`),\n"
+        "  op_mapping => MAP['INSERT', '+I', 'UPDATE_AFTER', '+U', 'DELETE', '-D']\n);"
+    )
+
+
+def test_aggregate_sink_columns_have_flinks_result_types(tmp_path: Path) -> None:
+    """A sink used to be refused ('needs the aggregates' names and types'); its columns now have
+    the types Flink gives the aggregates."""
+    src = write_jsonl(tmp_path / "in.jsonl", [{"g": "a", "x": 1, "d": 1.5, "s": "t"}])
+    args = ["aggregate", src, "--input-mode", "append", "-g", "g", "-a", "n=COUNT(*)", "-a", "sx=SUM(x)"]
+    args += ["-a", "ax=AVG(x)", "-a", "md=MAX(d)", "-a", "fs=FIRST_VALUE(s)"]
+    sink = ["--sql-sink", "upsert-kafka", "--sink-topic", "out", "--bootstrap-servers", "h:9092"]
+    output = statements(sql_of([*args, *sink]))[-2]
+    assert output.startswith(
+        "CREATE TABLE `cdc_output` (\n  `g` STRING,\n  `n` BIGINT,\n  `sx` BIGINT,\n  `ax` BIGINT,\n  `md` DOUBLE,\n"
+        "  `fs` STRING,\n  PRIMARY KEY (`g`) NOT ENFORCED\n)"
+    )
+
+
+def test_what_flink_does_not_check_or_have_is_refused() -> None:
+    agg = ["aggregate", SAMPLES / "product-prices.jsonl", "-g", "product_name", "-a", "n=COUNT(*)"]
+    assert "do not check a changelog" in refusal_of([*agg, "--on-inconsistency", "fail"])
+    assert "do not check a changelog" in refusal_of(["materialize", SAMPLES / "product-prices.jsonl", "--strict"])
+    upsert = ["aggregate", SAMPLES / "flat-cdc.jsonl", "--input-mode", "upsert", "--key", "id", "-g", "plan"]
+    upsert += ["-a", "n=COUNT(*)", "--delete-when", "__deleted=true", "--sql-source", "upsert-kafka"]
+    assert "tombstone" in refusal_of([*upsert, "--topic", "t", "--bootstrap-servers", "h:9092"])
+
+
+def test_materialize_leaves_commit_columns_out(tmp_path: Path) -> None:
+    """cdc's table has no commit columns (and a retraction matches without them); the query
+    selected them, so Flink's rows carried them."""
+    rows = [
+        {"op": "+I", "id": 1, "v": "a", "_commit_version": 1, "_commit_timestamp": "t1"},
+        {"op": "-U", "id": 1, "v": "a", "_commit_version": 2, "_commit_timestamp": "t2"},
+        {"op": "+U", "id": 1, "v": "b", "_commit_version": 2, "_commit_timestamp": "t2"},
+    ]
+    src = write_jsonl(tmp_path / "feed.jsonl", rows)
+    assert statements(sql_of(["materialize", src]))[-1] == "SELECT `id`, `v` FROM `cdc_changelog`;"
+    named = statements(sql_of(["materialize", src, "--commit-columns", "_commit_version"]))[-1]
+    assert named == "SELECT `id`, `v`, `_commit_timestamp` FROM `cdc_changelog`;"
+
+
+def test_keyed_materialize_of_an_inconsistent_changelog_is_refused(tmp_path: Path) -> None:
+    """The SQL client shows a multiset: cdc's keyed table equals it only for a consistent
+    changelog (samples/product-prices.jsonl retracts rows unlike the stored ones)."""
+    err = refusal_of(["materialize", SAMPLES / "product-prices.jsonl", "--key", "product_id"])
+    assert "update-before differs from the stored row 2" in err and "multiset" in err
+    sink = ["--sql-sink", "upsert-kafka", "--sink-topic", "t", "--bootstrap-servers", "h:9092"]
+    ok = sql_of(["materialize", SAMPLES / "product-prices.jsonl", "--key", "product_id", *sink])
+    assert "PRIMARY KEY (`product_id`) NOT ENFORCED" in ok  # an upsert sink keeps the last row per key
+    dangling = write_jsonl(tmp_path / "d.jsonl", [{"op": "+I", "k": 1, "v": 1}, {"op": "-U", "k": 1, "v": 1}])
+    assert "a -U that no +U follows 1" in refusal_of(["materialize", dangling, "--key", "k", *sink])
+    consistent = write_jsonl(tmp_path / "c.jsonl", [{"op": "+I", "k": 1, "v": 1}, {"op": "-D", "k": 1, "v": 1}])
+    assert statements(sql_of(["materialize", consistent, "--key", "k"]))[-1] == "SELECT `k`, `v` FROM `cdc_changelog`;"
+
+
+def test_replay_order_by_needs_flinks_timestamp_text(tmp_path: Path) -> None:
+    """A CSV header line (and any other text) failed Flink's scan into TIMESTAMP(3)."""
+    args = ["--input-mode", "append", "--key", "currency", "--order-by", "update_time"]
+    assert "header line" in refusal_of(["replay", SAMPLES / "currency-rates.csv", *args])
+    times = write_jsonl(tmp_path / "t.jsonl", [{"currency": "Yen", "update_time": "09:00:00", "rate": 102}])
+    assert "'09:00:00'" in refusal_of(["replay", times, *args])
+    clicks = ["replay", SAMPLES / "clicks.jsonl", "--input-mode", "append", "--key", "user", "--order-by", "cTime"]
+    assert "WATERMARK FOR `cTime` AS `cTime`" in sql_of(clicks)
+
+
+def test_replay_of_debezium_is_changelog_normalize() -> None:
+    parts = statements(sql_of(["replay", "-i", "debezium", ORACLE / "dbz_0" / "input.jsonl", "--key", "id"]))
+    assert "SET 'table.exec.source.cdc-events-duplicate' = 'true';" in parts[0:3]
+    assert "PRIMARY KEY (`id`) NOT ENFORCED" in parts[-2] and "'format' = 'debezium-json'" in parts[-2]
+    assert parts[-1] == "SELECT `id`, `name`, `score`, `ratio`, `flag` FROM `cdc_input`;"
+
+
+def test_canal_updates_flink_reads_otherwise_are_refused(tmp_path: Path) -> None:
+    def refused(*events: dict, flags: tuple[str, ...] = ()) -> str:
+        return refusal_of(["decode", "--envelope", "canal", write_jsonl(tmp_path / "c.jsonl", list(events)), *flags])
+
+    insert = _canal([{"id": "1", "name": "a", "w": "1.5"}, {"id": "2", "name": "b", "w": "2.5"}], None, "INSERT")
+    # Flink: NullPointerException
+    assert "UPDATE without 'old'" in refused(insert, _canal([{"id": "1", "name": "a", "w": "1.5"}], None))
+    both = [{"id": "1", "name": "x", "w": "1.5"}, {"id": "2", "name": "b", "w": "9.5"}]
+    # Flink: ArrayIndexOutOfBoundsException
+    assert "fewer elements" in refused(insert, _canal(both, [{"name": "a"}]), flags=("--key", "id"))
+    # Flink leaves w NULL in row 1's before image (row 2's old names it), name NULL in row 2's
+    assert "multi-row UPDATE" in refused(insert, _canal(both, [{"name": "a"}, {"w": "2.5"}]))
+    same = write_jsonl(
+        tmp_path / "s.jsonl", [insert, _canal(both, [{"name": "a", "w": "1.0"}, {"name": "c", "w": "2.5"}])]
+    )
+    assert "'format' = 'canal-json'" in sql_of(["decode", "--envelope", "canal", same])
+    # BOOLEAN sent as 1/0: Flink's Boolean.parseBoolean reads '1' as false
+    flag = _canal([{"id": "1", "ok": "1"}], None, "INSERT", sqlType={"id": 4, "ok": 16})
+    assert "Boolean.parseBoolean" in refused(flag)
+    assert "`ok` STRING" in sql_of(["decode", "--envelope", "canal", tmp_path / "c.jsonl", "--raw-values"])
+
+
+def test_canal_table_filter_applies_to_the_scan() -> None:
+    """The ALTER of samples/canal-products.jsonl is on products; an ALTER of another table would be
+    skipped by canal-json's filter before it is read."""
+    args = ["decode", SAMPLES / "canal-products.jsonl", "--table-include", "orders"]
+    create = statements(sql_of(args))[1]
+    assert "'canal-json.table.include' = 'orders'" in create and "ignore-parse-errors" not in create
+    assert "type 'ALTER'" in refusal_of(["decode", SAMPLES / "canal-products.jsonl", "--table-include", "products"])
+
+
+def test_maxwell_update_without_old_and_ogg_compressed_update_are_refused(tmp_path: Path) -> None:
+    maxwell = write_jsonl(tmp_path / "m.jsonl", [{"database": "d", "table": "t", "type": "update", "data": {"id": 1}}])
+    assert "update without 'old'" in refusal_of(["decode", "--envelope", "maxwell", maxwell])
+    update = {"table": "S.T", "op_type": "U", "op_ts": "2024-01-01 00:00:00.000000", "pos": "1",
+              "before": {"ID": 1, "NAME": "a", "W": 1.5}, "after": {"ID": 1, "W": 2.5}}  # fmt: skip
+    ogg = write_jsonl(tmp_path / "o.jsonl", [update])  # the first record: nothing seen before but its before image
+    assert "after image lacks columns" in refusal_of(["decode", "--envelope", "ogg", ogg])
+
+
+def test_truncate_as_deletes_has_no_flink_form(tmp_path: Path) -> None:
+    events = [{"table": "S.T", "op_type": "I", "op_ts": "2024-01-01 00:00:00.000000", "pos": "1", "after": {"ID": 1}},
+              {"table": "S.T", "op_type": "T", "op_ts": "2024-01-01 00:00:01.000000", "pos": "2"}]  # fmt: skip
+    src = write_jsonl(tmp_path / "o.jsonl", events)
+    err = refusal_of(["decode", "--envelope", "ogg", src, "--on-truncate", "delete", "--on-error", "skip"])
+    assert "--on-truncate delete" in err
+    skip = ["decode", "--envelope", "ogg", src, "--on-truncate", "skip", "--on-error", "skip"]
+    assert "'ogg-json.ignore-parse-errors' = 'true'" in sql_of(skip)
+
+
+def test_a_sample_cdc_cannot_decode_says_so(tmp_path: Path) -> None:
+    src = write_jsonl(tmp_path / "m.jsonl", [{"database": "d", "table": "t", "type": "upsert", "data": {"id": 1}}])
+    assert "cdc cannot decode the first records either" in refusal_of(["decode", "--envelope", "maxwell", src])
+
+
+def test_upsert_kafka_source_only_for_upsert_input() -> None:
+    """It printed 'PRIMARY KEY () NOT ENFORCED' (or an upsert table under FROM_CHANGELOG) for jobs
+    that read every record as it comes."""
+    kafka = ["--sql-source", "upsert-kafka", "--topic", "t", "--bootstrap-servers", "h:9092"]
+    for args in (
+        ["to-changelog", SAMPLES / "product-prices.jsonl"],
+        ["materialize", SAMPLES / "product-prices.jsonl"],
+        ["from-changelog", SAMPLES / "orders-bad-op.jsonl", "--key", "order_id"],
+        ["aggregate", SAMPLES / "clicks.jsonl", "--input-mode", "append", "-g", "user", "-a", "n=COUNT(*)"],
+    ):
+        assert "an upsert-kafka source is an upsert table" in refusal_of([*args, *kafka])
+    replay = ["replay", SAMPLES / "flat-cdc.jsonl", "--input-mode", "upsert", "--key", "id", *kafka]
+    assert "PRIMARY KEY (`id`) NOT ENFORCED" in statements(sql_of(replay))[1]
