@@ -35,6 +35,12 @@ def _arrow() -> Path:
     return Path("arrow", arrow.accepts, arrow.run)
 
 
+def _arrow_state() -> Path:
+    from cdc.formats.engine import arrow_state
+
+    return Path("arrow-state", arrow_state.accepts, arrow_state.run)
+
+
 def _kernel_lines() -> Path:
     from cdc.formats.engine import lines
     from cdc.formats.engine.native import kernel
@@ -61,6 +67,7 @@ def _rows() -> Path:
 PATHS: dict[str, Callable[[], Path]] = {
     "keyed-kernel": _keyed_kernel,
     "arrow": _arrow,
+    "arrow-state": _arrow_state,
     "kernel-lines": _kernel_lines,
     "lines": _lines,
     "rows": _rows,

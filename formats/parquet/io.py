@@ -55,13 +55,14 @@ class ParquetReader(RowReader):
                 self._last = row
                 yield row
 
-    def batches(self) -> Iterator[tuple[Any, Callable[[int], Location]]]:
-        """Record batches, each with a function from a row in it to its location."""
+    def batches(self, rows: int = VECTOR_BATCH_ROWS) -> Iterator[tuple[Any, Callable[[int], Location]]]:
+        """Record batches of up to ``rows`` rows, each with a function from a row in it to its
+        location."""
         import pyarrow as pa
 
         offset = 0
         try:
-            for batch in self._file.iter_batches(batch_size=VECTOR_BATCH_ROWS):
+            for batch in self._file.iter_batches(batch_size=rows):
                 self.records += len(batch)
                 yield batch, self._locator(offset)
                 offset += len(batch)

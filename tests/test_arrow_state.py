@@ -1,0 +1,221 @@
+"""The stateful commands on Arrow batches (``arrow-state``) say what the row path says.
+
+Changelogs are generated mostly consistent (so that the vectorized rules run) with some
+inconsistent changes and bad kinds mixed in (so that the hand-over to the row path runs), in
+Parquet and CSV, applied in chunks of a few rows (so that state is carried between chunks), and
+compared with the row path: the output, the counts, the command's account (state counts,
+findings with their locations, the inspect report, replay counts), rejects and errors.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import read_parquet, write_csv, write_parquet
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cdc.core.errors import CdcError
+from cdc.core.model import OnError
+from cdc.core.specs import MaterializeSpec
+from cdc.core.state import Policy
+from cdc.formats.engine import arrow_state
+from cdc.formats.engine.inputs import resolve
+from cdc.formats.engine.job import Job
+from cdc.formats.engine.plan import PATHS
+from cdc.formats.engine.run import run_job
+
+SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+NAMES = ["a", "b", "", 'q"x', "é,y"]
+
+
+@st.composite
+def changelogs(draw: st.DrawFn, keys: list[Any] | None = None, rows: int = 30) -> list[dict[str, Any]]:
+    """Changes to a small table, mostly consistent with the state before them (by ``id``)."""
+    keys = keys if keys is not None else [0, 1, 2, 3, None]
+    clean = draw(st.booleans())
+    live: dict[Any, dict[str, Any]] = {}
+    out: list[dict[str, Any]] = []
+
+    def image(key: Any) -> dict[str, Any]:
+        return {"id": key, "name": draw(st.sampled_from([*NAMES, None])), "v": draw(st.sampled_from([0, 1, 7, None]))}
+
+    for _ in range(draw(st.integers(0, rows))):
+        key = draw(st.sampled_from(keys))
+        how = "consistent" if clean else draw(st.sampled_from(["consistent"] * 6 + ["random", "bad"]))
+        if how == "bad":
+            out.append({"op": draw(st.sampled_from([None, "X", "insert"])), **image(key)})
+            continue
+        if how == "random":
+            out.append({"op": draw(st.sampled_from(["+I", "-U", "+U", "-D", "INSERT", "DELETE"])), **image(key)})
+            continue
+        stored = live.get(key)
+        if stored is None:
+            new = image(key)
+            live[key] = new
+            out.append({"op": draw(st.sampled_from(["+I", "+I", "+U", "INSERT"])), **new})
+            continue
+        move = draw(st.sampled_from(["update", "update", "upsert", "delete"]))
+        if move == "delete":
+            del live[key]
+            out.append({"op": "-D", **stored})
+        elif move == "upsert":
+            new = image(key)
+            live[key] = new
+            out.append({"op": "+U", **new})
+        else:
+            new = image(key)
+            live[key] = new
+            out.append({"op": "-U", **stored})
+            out.append({"op": "UPDATE_AFTER", **new})
+    return out
+
+
+def _typed(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Parquet needs a type per column even when every value is null: give the first row values."""
+    return rows
+
+
+def _write(path: Path, rows: list[dict[str, Any]]) -> None:
+    if path.suffix == ".parquet":
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        schema = pa.schema([("op", pa.string()), ("id", pa.int64()), ("name", pa.string()), ("v", pa.int64())])
+        pq.write_table(pa.Table.from_pylist(rows, schema=schema), path)
+    elif rows:
+        write_csv(path, rows)
+    else:
+        path.write_text("op,id,name,v\n")
+
+
+def _account(detail: Any) -> Any:
+    """A command's account as plain data, whatever object holds it."""
+    if detail is None:
+        return None
+    if hasattr(detail, "as_dict"):
+        return detail.as_dict(["in"])
+    if dataclasses.is_dataclass(detail):
+        return dataclasses.asdict(detail)  # type: ignore[arg-type]
+    out: dict[str, Any] = {}
+    for name in ("by_kind", "retract_messages", "upsert_messages", "duplicates", "after"):
+        if hasattr(detail, name):
+            value = getattr(detail, name)
+            out[name] = dict(value) if name == "by_kind" else value
+    if hasattr(detail, "__len__"):
+        out["len"] = len(detail)
+    findings = getattr(detail, "findings", None)
+    if findings is not None:
+        out["findings"] = (dict(findings.counts), [str(f) for f in findings.examples])
+    counts = getattr(detail, "counts", None)
+    if counts is not None and hasattr(counts, "summary"):
+        out["counts"] = counts.summary()
+    return out
+
+
+def outcome(job: Job, path: str) -> tuple[Any, ...]:
+    out = Path(job.output)
+    rejects = Path(job.rejects) if job.rejects else None
+    for stale in (out, rejects):
+        if stale is not None and stale.exists():
+            stale.unlink()
+    try:
+        result = run_job(job, path=path)
+    except CdcError as err:
+        return ("error", str(err), err.hint)
+    if not out.exists():
+        rows: Any = None
+    elif out.suffix == ".parquet":
+        rows = read_parquet(out)
+    else:
+        rows = out.read_text(encoding="utf-8")
+    skipped = []
+    if rejects is not None and rejects.exists():
+        skipped = [(r["line"], r["error"], r["raw"]) for r in map(json.loads, rejects.read_text().split("\n")[:-1])]
+    counts = result.counts
+    return (
+        rows,
+        dict(counts.by_kind),
+        counts.written,
+        counts.dropped,
+        dict(counts.notes),
+        result.read,
+        result.skipped,
+        skipped,
+        _account(result.detail),
+    )
+
+
+def agree(job: Job, chunk: int | None = None) -> str:
+    """The Arrow path's outcome is the row path's; returns the path the planner picks."""
+    resolved = resolve(job)
+    assert PATHS["arrow-state"]().accepts(resolved), "the arrow-state path does not take the job"
+    reference = outcome(job, "rows")
+    old = arrow_state.CHUNK_ROWS
+    if chunk is not None:
+        arrow_state.CHUNK_ROWS = chunk
+    try:
+        assert outcome(job, "arrow-state") == reference
+    finally:
+        arrow_state.CHUNK_ROWS = old
+    from cdc.formats.engine.plan import choose
+
+    return choose(resolved).name
+
+
+def _job(tmp: str, rows: list[dict[str, Any]], spec: Any, fmt: str, out_fmt: str, skip: bool) -> Job:
+    src = Path(tmp, f"in.{fmt}")
+    _write(src, rows)
+    return Job(
+        spec,
+        (str(src),),
+        output=str(Path(tmp, f"out.{out_fmt}")),
+        on_error=OnError.skip if skip else OnError.fail,
+        rejects=str(Path(tmp, "rejects.jsonl")) if skip else None,
+    )
+
+
+formats = st.sampled_from(["parquet", "csv"])
+out_formats = st.sampled_from(["parquet", "csv", "jsonl"])
+policies = st.sampled_from(list(Policy))
+chunks = st.sampled_from([None, 1, 3, 7])
+
+
+@SETTINGS
+@given(rows=changelogs(), fmt=formats, out_fmt=out_formats, skip=st.booleans(), policy=policies, chunk=chunks)
+def test_keyed_materialize(
+    rows: list[dict[str, Any]], fmt: str, out_fmt: str, skip: bool, policy: Policy, chunk: int | None
+) -> None:
+    spec = MaterializeSpec(key=("id",), policy=policy)
+    with tempfile.TemporaryDirectory() as tmp:
+        assert agree(_job(tmp, rows, spec, fmt, out_fmt, skip), chunk) == "arrow-state"
+
+
+@SETTINGS
+@given(rows=changelogs(), fmt=formats, chunk=chunks)
+def test_keyed_materialize_sorted_and_two_column_keys(rows: list[dict[str, Any]], fmt: str, chunk: int | None) -> None:
+    for spec in (MaterializeSpec(key=("id",), sort=True), MaterializeSpec(key=("name", "id"), sort=True)):
+        with tempfile.TemporaryDirectory() as tmp:
+            agree(_job(tmp, rows, spec, fmt, "jsonl", False), chunk)
+
+
+def test_the_planner_takes_parquet_changelogs_to_the_arrow_state_path(tmp_path: Path) -> None:
+    src = write_parquet(tmp_path / "in.parquet", [{"op": "+I", "id": 1, "name": "a"}])
+    job = Job(MaterializeSpec(key=("id",)), (str(src),), output=str(tmp_path / "out.parquet"))
+    assert agree(job) == "arrow-state"
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "csv"])
+def test_a_finding_is_reported_at_its_row_by_the_row_path_after_a_hand_over(tmp_path: Path, fmt: str) -> None:
+    rows = [{"op": "+I", "id": i, "name": "a", "v": i} for i in range(10)]
+    rows += [{"op": "-U", "id": 3, "name": "b", "v": 3}, {"op": "+U", "id": 3, "name": "c", "v": 3}]
+    rows += [{"op": "+I", "id": 20 + i, "name": "a", "v": i} for i in range(10)]
+    for policy in Policy:
+        job = _job(str(tmp_path), rows, MaterializeSpec(key=("id",), policy=policy), fmt, "jsonl", False)
+        agree(job, chunk=4)
