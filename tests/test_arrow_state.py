@@ -36,10 +36,13 @@ NAMES = ["a", "b", "", 'q"x', "é,y"]
 
 
 @st.composite
-def changelogs(draw: st.DrawFn, keys: list[Any] | None = None, rows: int = 30) -> list[dict[str, Any]]:
-    """Changes to a small table, mostly consistent with the state before them (by ``id``)."""
+def changelogs(
+    draw: st.DrawFn, keys: list[Any] | None = None, rows: int = 30, clean: bool | None = None
+) -> list[dict[str, Any]]:
+    """Changes to a small table, mostly consistent with the state before them (by ``id``);
+    ``clean``: all of them (None: half the examples)."""
     keys = keys if keys is not None else [0, 1, 2, 3, None]
-    clean = draw(st.booleans())
+    clean = draw(st.booleans()) if clean is None else clean
     live: dict[Any, dict[str, Any]] = {}
     out: list[dict[str, Any]] = []
 
@@ -205,6 +208,21 @@ def test_keyed_materialize_sorted_and_two_column_keys(rows: list[dict[str, Any]]
             agree(_job(tmp, rows, spec, fmt, "jsonl", False), chunk)
 
 
+@SETTINGS
+@given(rows=changelogs(clean=True), fmt=formats, chunk=chunks)
+def test_consistent_changes_never_leave_arrow(rows: list[dict[str, Any]], fmt: str, chunk: int | None) -> None:
+    specs = [MaterializeSpec(key=("id",)), MaterializeSpec(), MaterializeSpec(key=("id",), dedup=True)]
+    old = arrow_state.CHUNK_ROWS
+    arrow_state.CHUNK_ROWS = chunk or old
+    try:
+        for spec in specs:
+            with tempfile.TemporaryDirectory() as tmp:
+                job = _job(tmp, rows, spec, fmt, "jsonl", False)
+                assert run_job(job, path="arrow-state").path == "arrow-state", spec
+    finally:
+        arrow_state.CHUNK_ROWS = old
+
+
 def test_the_planner_takes_parquet_changelogs_to_the_arrow_state_path(tmp_path: Path) -> None:
     src = write_parquet(tmp_path / "in.parquet", [{"op": "+I", "id": 1, "name": "a"}])
     job = Job(MaterializeSpec(key=("id",)), (str(src),), output=str(tmp_path / "out.parquet"))
@@ -219,3 +237,32 @@ def test_a_finding_is_reported_at_its_row_by_the_row_path_after_a_hand_over(tmp_
     for policy in Policy:
         job = _job(str(tmp_path), rows, MaterializeSpec(key=("id",), policy=policy), fmt, "jsonl", False)
         agree(job, chunk=4)
+
+
+@SETTINGS
+@given(rows=changelogs(), fmt=formats, out_fmt=out_formats, dedup=st.booleans(), policy=policies, chunk=chunks)
+def test_multiset_materialize(
+    rows: list[dict[str, Any]], fmt: str, out_fmt: str, dedup: bool, policy: Policy, chunk: int | None
+) -> None:
+    spec = MaterializeSpec(policy=policy, dedup=dedup, sort=dedup and out_fmt == "jsonl")
+    with tempfile.TemporaryDirectory() as tmp:
+        assert agree(_job(tmp, rows, spec, fmt, out_fmt, False), chunk) == "arrow-state"
+
+
+@SETTINGS
+@given(rows=changelogs(), fmt=formats, out_fmt=out_formats, skip=st.booleans(), chunk=chunks)
+def test_keyed_materialize_with_dedup(
+    rows: list[dict[str, Any]], fmt: str, out_fmt: str, skip: bool, chunk: int | None
+) -> None:
+    spec = MaterializeSpec(key=("id",), dedup=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        assert agree(_job(tmp, rows, spec, fmt, out_fmt, skip), chunk) == "arrow-state"
+
+
+@SETTINGS
+@given(rows=changelogs(rows=12), chunk=chunks)
+def test_redelivered_changes_are_duplicates_alike(rows: list[dict[str, Any]], chunk: int | None) -> None:
+    doubled = [r for row in rows for r in (row, row)]  # at-least-once: every change twice
+    for spec in (MaterializeSpec(key=("id",), dedup=True), MaterializeSpec(dedup=True)):
+        with tempfile.TemporaryDirectory() as tmp:
+            agree(_job(tmp, doubled, spec, "parquet", "jsonl", False), chunk)

@@ -19,7 +19,7 @@ from typing import Any
 
 from cdc.core.kinds import KIND_BY_TEXT
 from cdc.core.specs import MaterializeSpec
-from cdc.core.state import Findings, KeyedState
+from cdc.core.state import Findings, KeyedState, MultisetState
 from cdc.formats.engine import arrow_compute as pc
 from cdc.formats.engine.job import Result
 
@@ -27,15 +27,15 @@ SPELLINGS = list(KIND_BY_TEXT)  # +I -U +U -D, then the long names in the same o
 INSERT, BEFORE, AFTER, DELETE = 0, 1, 2, 3  # kind codes: KINDS[code] is the kind
 KINDS = ("+I", "-U", "+U", "-D")
 LIVE, RETRACTED, NONE = 4, 5, 6  # carried state rows, and "no change before" for a key's first
-STATE_KIND, STATE_SEQ = "__cdc_kind", "__cdc_seq"  # columns of the carried state rows
+STATE_KIND, STATE_SEQ, STATE_COUNT = "__cdc_kind", "__cdc_seq", "__cdc_count"  # columns of carried state
 
 Rules = Any  # a class below: rules_for(spec)(spec, schema, result)
 
 
 def rules_for(spec: Any) -> Rules | None:
     """The rules class of a spec, or None when the Arrow path does not vectorize its options."""
-    if isinstance(spec, MaterializeSpec) and spec.key and not spec.dedup and spec.as_of is None:
-        return KeyedMaterialize
+    if isinstance(spec, MaterializeSpec) and spec.as_of is None:
+        return KeyedMaterialize if spec.key else MultisetMaterialize
     return None
 
 
@@ -106,7 +106,7 @@ def group_codes(table: Any, columns: tuple[str, ...] | list[str]) -> Any:
 
 def grouped(table: Any, columns: tuple[str, ...] | list[str]) -> tuple[Any, Any]:
     """The rows of ``table`` lined up by their values of ``columns``, input order kept within a
-    group: (row indices in that order, whether each is of the same group as the one before).
+    group: (row indices in that order, their group numbers in that order).
     Null is a value like any other; ``-0.0`` groups with ``0.0`` (floats with NaN are the
     caller's to keep out: Python never finds one NaN equal to another).
 
@@ -115,12 +115,10 @@ def grouped(table: Any, columns: tuple[str, ...] | list[str]) -> tuple[Any, Any]
     pa = _pa()
     n = len(table)
     if not columns:  # one group
-        if not n:
-            return arange(0), pa.array([], pa.bool_())
-        return arange(n), pa.concat_arrays([pa.array([False]), pa.repeat(True, n - 1)])
+        return arange(n), pa.array([0] * n, pa.int64())
     codes = group_codes(table, columns)
     order = pc.call("sort_indices", codes)
-    return order, same_as_previous(pc.take(codes, order))
+    return order, pc.take(codes, order)
 
 
 def shifted_equal(table: Any, order: Any, columns: list[str]) -> Any:
@@ -178,6 +176,22 @@ def same_as_next(same_prev: Any) -> Any:
     return pa.concat_arrays([same_prev.slice(1), pa.array([False])])
 
 
+def rows_equal(table: Any, left: Any, right: Any, columns: list[str]) -> Any:
+    """Per pair, whether rows ``left[i]`` and ``right[i]`` hold equal values in ``columns``
+    (null equals null, as Python's None; NaN equals nothing, as two Python NaNs)."""
+    pa = _pa()
+    ok: Any = pa.repeat(True, len(left))
+    for name in columns:
+        column = table.column(name)
+        column = column.combine_chunks() if hasattr(column, "combine_chunks") else column
+        a, b = pc.take(column, left), pc.take(column, right)
+        same = pc.fill_null(pc.equal(a, b), False)
+        if a.null_count or b.null_count:
+            same = pc.or_(same, pc.and_(pc.is_null(a), pc.is_null(b)))
+        ok = pc.and_(ok, same)
+    return ok
+
+
 def count_true(mask: Any) -> int:
     pa = _pa()
     return int(pc.sum(pc.cast(mask, pa.int64())).as_py() or 0)
@@ -200,20 +214,14 @@ def without(names: list[str], *drop: Any) -> list[str]:
     return [n for n in names if n not in gone]
 
 
-# -- materialize --key ------------------------------------------------------------------------
+# -- what every change rule shares ----------------------------------------------------------------
 
 
-class KeyedMaterialize:
-    """``KeyedState`` (core.state): one live row per key, in first-insertion order.
-
-    With no finding, the state a change meets is told by the change before it for its key:
-    after ``+I``/``+U`` the key is live (its row that change's image), after ``-U`` retracted,
-    after ``-D`` (or none) absent. A change is a finding when it is ``+I`` of a live key, a
-    ``-U``/``-D`` of a key that is not live, or a ``-U`` whose image differs from the live row.
-    A key keeps its place from the change that inserted it (the first after a ``-D``)."""
+class ChangeRules:
+    """Changelog rows in (a kind column of text), compared and grouped by column values."""
 
     @classmethod
-    def takes(cls, spec: MaterializeSpec, schema: Any) -> bool:
+    def takes(cls, spec: Any, schema: Any) -> bool:
         pa = _pa()
         names = schema.names
         if spec.kind_column not in names:
@@ -221,42 +229,138 @@ class KeyedMaterialize:
         kind = schema.field(spec.kind_column).type
         if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
             return False
-        if not all(k in names and groupable_key(schema.field(k).type) for k in spec.key):
+        key = getattr(spec, "key", ())
+        if not all(k in names and groupable_key(schema.field(k).type) for k in key):
             return False
         return all(comparable(f.type) for f in schema)
 
-    def __init__(self, spec: MaterializeSpec, schema: Any, result: Result):
-        from cdc.formats.engine.tables import metadata_of
-
+    def __init__(self, spec: Any, schema: Any, result: Result):
         self.spec = spec
         self.result = result
         self.schema = schema
         self.kc = spec.kind_column
-        self.metadata = metadata_of(spec)
-        self.images = without(schema.names, self.kc)  # the stored row: every column but the kind
-        self.compared = without(self.images, self.metadata)  # what a -U must match
-        self.by_kind = [0, 0, 0, 0]
-        self.retract = 0
-        self.upsert = 0
-        self.state: Any = None  # the live and retracted keys: their rows + STATE_KIND + STATE_SEQ
+        self.images = without(schema.names, self.kc)  # a change's image: every column but the kind
+        self.state: Any = None  # rows carried from chunk to chunk (STATE_KIND, STATE_SEQ …)
 
     def regular(self, batch: Any) -> bool:
+        """No bad kind (the row path says what is wrong with such a row, in order)."""
         return bool(kind_codes(batch.column(self.kc)).null_count == 0)
 
-    def _with_state(self, table: Any, offset: int) -> Any:
+    def _with_state(self, table: Any, offset: int, **extra: Any) -> Any:
+        """The chunk with its kind codes and place in the input, after the carried state rows."""
         pa = _pa()
-        codes = kind_codes(table.column(self.kc))
-        chunk = table.append_column(STATE_KIND, codes).append_column(STATE_SEQ, arange(len(table), offset))
+        chunk = table.append_column(STATE_KIND, kind_codes(table.column(self.kc)))
+        chunk = chunk.append_column(STATE_SEQ, arange(len(table), offset))
+        for name, values in extra.items():
+            chunk = chunk.append_column(name, values)
         if self.state is None or not len(self.state):
             return chunk
         state = self.state.cast(chunk.schema) if self.state.schema != chunk.schema else self.state
         return pa.concat_tables([state, chunk]).combine_chunks()
 
+    def _keep_state(self, work: Any, rows: Any, **columns: Any) -> None:
+        """The carried state: rows of ``work``, some columns set anew."""
+        state = pc.take(work, rows)
+        for name, values in columns.items():
+            state = state.set_column(state.schema.get_field_index(name), name, values)
+        self.state = state
+
+    def _ordered_state(self) -> Any:
+        """The carried rows in their places (first insertion)."""
+        if self.state is None or not len(self.state):
+            return None
+        return pc.take(self.state, pc.call("sort_indices", self.state.column(STATE_SEQ)))
+
+    def empty_columns(self, info: Any) -> Callable[[], list[str]] | None:
+        return None
+
+
+def has_nan(table: Any, columns: list[str]) -> bool:
+    """Whether a float column holds a NaN (which Python finds equal to no other NaN)."""
+    pa = _pa()
+    for name in columns:
+        column = table.column(name)
+        if pa.types.is_floating(column.type) and pc.any(pc.call("is_nan", column)).as_py():
+            return True
+    return False
+
+
+class Materialize(ChangeRules):
+    """What keyed and multiset tables share: counts, the output, the account."""
+
+    def __init__(self, spec: MaterializeSpec, schema: Any, result: Result):
+        from cdc.formats.engine.tables import metadata_of
+
+        super().__init__(spec, schema, result)
+        self.metadata = metadata_of(spec)
+        self.compared = without(self.images, self.metadata)  # a row's identity
+        self.by_kind = [0, 0, 0, 0]
+        self.retract = 0
+        self.upsert = 0
+        self.duplicates = 0
+
+    def _count(self, kinds: Any) -> list[int]:
+        counts = count_codes(kinds)
+        for i in range(4):
+            self.by_kind[i] += counts[i]
+        return counts
+
+    def _count_into(self, state: Any) -> None:
+        for kind, n in zip(KINDS, self.by_kind, strict=True):
+            if n:
+                state.by_kind[kind] += n
+        state.retract_messages += self.retract
+        state.upsert_messages += self.upsert
+        state.duplicates = self.duplicates
+
+    def _table(self) -> Any:
+        """The live rows in first-insertion order, as the output has them."""
+        raise NotImplementedError
+
+    def _summary(self, live: int) -> Any:
+        raise NotImplementedError
+
+    def finish(self, sink: Any) -> None:
+        table = self._table()
+        self.result.detail = summary = self._summary(len(table) if table is not None else 0)
+        self._count_into(summary)
+        if table is None or not len(table):
+            return
+        out = table.select(without(self.images, self.metadata))
+        if self.spec.sort:
+            out = sort_by_key(out, self.spec.key)
+        sink.table(out)
+
+    def empty_columns(self, info: Any) -> Callable[[], list[str]]:
+        names = info.columns if info.columns is not None else self.schema.names
+        return lambda: [n for n in names if n != self.kc and n not in self.metadata]
+
+
+# -- materialize --key ------------------------------------------------------------------------
+
+
+class KeyedMaterialize(Materialize):
+    """``KeyedState`` (core.state): one live row per key, in first-insertion order.
+
+    With no finding, the state a change meets is told by the change before it for its key:
+    after ``+I``/``+U`` the key is live (its row that change's image), after ``-U`` retracted,
+    after ``-D`` (or none) absent. A change is a finding when it is ``+I`` of a live key, a
+    ``-U``/``-D`` of a key that is not live, or a ``-U`` whose image differs from the live row.
+    A key keeps its place from the change that inserted it (the first after a ``-D``).
+
+    ``--dedup`` (``KeyedState._normalized``) makes every change an upsert: ``-U`` is consumed,
+    a retraction of an absent key and a row equal to the stored one are duplicates, an ``+I`` of
+    a live key overwrites it; there are no findings. The state a change meets is told by the
+    change before it other than a ``-U``."""
+
     def apply(self, table: Any, offset: int, sink: Any) -> bool:
-        pa = _pa()
         work = self._with_state(table, offset)
-        order, same = grouped(work, self.spec.key)
+        order, groups = grouped(work, self.spec.key)
         kinds = pc.take(work.column(STATE_KIND), order).combine_chunks()
+        if self.spec.dedup:
+            return self._upserts(work, order, groups, kinds)
+        pa = _pa()
+        same = same_as_previous(groups)
         before = previous(kinds, same, NONE)
         live_before = pc.take(pa.array([True, False, True, False, True, False, False]), before)
         retraction = pc.or_(pc.equal(kinds, BEFORE), pc.equal(kinds, DELETE))
@@ -272,9 +376,7 @@ class KeyedMaterialize:
             unlike = pc.and_(update_before, pc.invert(shifted_equal(work, order, compared)))
             if pc.any(unlike).as_py():
                 return False
-        counts = count_codes(kinds)
-        for i in range(4):
-            self.by_kind[i] += counts[i]
+        counts = self._count(kinds)
         updates = count_true(pc.and_(pc.equal(kinds, AFTER), live_before))
         self.retract += sum(counts) + updates
         self.upsert += counts[INSERT] + counts[AFTER] + counts[DELETE]
@@ -283,63 +385,204 @@ class KeyedMaterialize:
         seqs = pc.take(work.column(STATE_SEQ), order)
         starts = pc.or_(pc.invert(same), pc.equal(before, DELETE))
         places = pc.call("fill_null_forward", pc.if_else(starts, seqs, pa.scalar(None, pa.int64())))
-        last = pc.invert(same_as_next(same))
-        keep = pc.and_(last, pc.invert(pc.equal(kinds, DELETE)))
-        rows = pc.filter(order, keep)
+        keep = pc.and_(pc.invert(same_as_next(same)), pc.invert(pc.equal(kinds, DELETE)))
         after = pa.array([LIVE, RETRACTED, LIVE, RETRACTED, LIVE, RETRACTED], pa.int8())
-        final = pc.take(after, pc.filter(kinds, keep))
-        state = pc.take(work, rows)
-        state = state.set_column(state.schema.get_field_index(STATE_KIND), STATE_KIND, final)
-        state = state.set_column(state.schema.get_field_index(STATE_SEQ), STATE_SEQ, pc.filter(places, keep))
-        self.state = state
+        self._keep_state(
+            work,
+            pc.filter(order, keep),
+            **{STATE_KIND: pc.take(after, pc.filter(kinds, keep)), STATE_SEQ: pc.filter(places, keep)},
+        )
         return True
 
-    def _live(self) -> Any:
-        """The live rows in first-insertion order (retracted keys left out)."""
-        if self.state is None:
-            return None
-        live = pc.filter(self.state, pc.equal(self.state.column(STATE_KIND), LIVE))
-        return pc.take(live, pc.call("sort_indices", live.column(STATE_SEQ)))
+    def _upserts(self, work: Any, order: Any, groups: Any, kinds: Any) -> bool:
+        """``--dedup``: every change an upsert by key (see the class)."""
+        pa = _pa()
+        int64 = pa.int64()
+        same = same_as_previous(groups)
+        is_before = pc.equal(kinds, BEFORE)
+        # The kind of the change before each one other than a -U (NONE: the key's first).
+        effective = pc.if_else(is_before, pa.scalar(None, pa.int8()), kinds)
+        before = pc.call("fill_null_forward", previous(effective, same, NONE))
+        live_before = pc.take(pa.array([True, False, True, False, True, False, False]), before)
+        put = pc.or_(pc.or_(pc.equal(kinds, INSERT), pc.equal(kinds, AFTER)), pc.equal(kinds, LIVE))
+        # The row of the last put before each change: the stored row when the key is live.
+        rows = pc.cast(order, int64)
+        stored = pc.call("fill_null_forward", previous(pc.if_else(put, rows, pa.scalar(None, int64)), same, -1))
+        chunk = pc.invert(pc.equal(kinds, LIVE))
+        live_put = pc.and_(pc.and_(put, live_before), chunk)
+        equal = pa.repeat(False, len(kinds))
+        if pc.any(live_put).as_py():
+            at = pc.indices_nonzero(live_put)
+            same_row = rows_equal(work, pc.take(rows, at), pc.take(stored, at), without(self.compared, self.spec.key))
+            equal = pc.call("replace_with_mask", equal, live_put, same_row)
+        retraction = pc.or_(is_before, pc.equal(kinds, DELETE))
+        duplicate = pc.or_(pc.and_(retraction, pc.invert(live_before)), equal)
+        self._count(kinds)
+        self.duplicates += count_true(duplicate)
+        deletes = count_true(pc.and_(pc.equal(kinds, DELETE), live_before))
+        new_puts = count_true(pc.and_(pc.and_(put, chunk), pc.invert(live_before)))
+        updates = count_true(live_put) - count_true(equal)
+        self.retract += deletes + new_puts + 2 * updates
+        self.upsert += deletes + new_puts + updates
+        # The state after the chunk: each key's last change other than a -U, if a put.
+        starts = pc.or_(pc.and_(put, pc.invert(live_before)), pc.equal(kinds, LIVE))
+        seqs = pc.take(work.column(STATE_SEQ), order)
+        places = pc.call("fill_null_forward", pc.if_else(starts, seqs, pa.scalar(None, int64)))
+        mask = pc.invert(is_before)
+        last = pc.invert(same_as_next(same_as_previous(pc.filter(groups, mask))))
+        keep = pc.and_(last, pc.filter(put, mask))
+        self._keep_state(
+            work,
+            pc.filter(pc.filter(order, mask), keep),
+            **{
+                STATE_KIND: pa.array([LIVE] * count_true(keep), pa.int8()),
+                STATE_SEQ: pc.filter(pc.filter(places, mask), keep),
+            },
+        )
+        return True
+
+    def _table(self) -> Any:
+        state = self._ordered_state()
+        return None if state is None else pc.filter(state, pc.equal(state.column(STATE_KIND), LIVE))
+
+    def _summary(self, live: int) -> Any:
+        summary = KeyedSummary(self.spec.key, Findings(self.spec.policy), self.spec.dedup, self.metadata)
+        summary.live = live
+        return summary
 
     def hand_over(self, steps_for: Callable[..., Any], where: Any) -> Any:
         steps = steps_for(self.spec, self.result, where)
         state: KeyedState = self.result.detail
         self._count_into(state)
-        if self.state is not None and len(self.state):
-            ordered = pc.take(self.state, pc.call("sort_indices", self.state.column(STATE_SEQ)))
+        ordered = self._ordered_state()
+        if ordered is not None:
             retracted = pc.equal(ordered.column(STATE_KIND), RETRACTED).to_pylist()
             for row, gone in zip(ordered.select(self.images).to_pylist(), retracted, strict=True):
                 state.load(row, gone)
         self.state = None
         return steps
 
-    def _count_into(self, state: Any) -> None:
-        for kind, n in zip(KINDS, self.by_kind, strict=True):
-            if n:
-                state.by_kind[kind] += n
-        state.retract_messages += self.retract
-        state.upsert_messages += self.upsert
-
-    def finish(self, sink: Any) -> None:
-        live = self._live()
-        state = KeyedSummary(self.spec.key, Findings(self.spec.policy), metadata=self.metadata)
-        self._count_into(state)
-        state.live = len(live) if live is not None else 0
-        self.result.detail = state
-        if live is None or not len(live):
-            return
-        out = live.select(without(self.images, self.metadata))
-        if self.spec.sort:
-            out = sort_by_key(out, self.spec.key)
-        sink.table(out)
-
-    def empty_columns(self, info: Any) -> Callable[[], list[str]]:
-        names = info.columns if info.columns is not None else self.schema.names
-        return lambda: [n for n in names if n != self.kc and n not in self.metadata]
-
 
 class KeyedSummary(KeyedState):
     """A keyed table's account (counts, findings) without its rows, which went out as Arrow."""
+
+    live = 0
+
+    def __len__(self) -> int:
+        return self.live
+
+
+# -- materialize (a multiset) -------------------------------------------------------------------
+
+
+class MultisetMaterialize(Materialize):
+    """``MultisetState``: rows without a key, each distinct row (its identity: every column but
+    the kind and commit columns) with a count. In a row's group, the count after each change
+    is a running sum of +1 (``+I``/``+U``) and -1 (``-U``/``-D``); a count below zero is a
+    finding. A row's entry keeps its place (and the row that made it) from the change that took
+    its count from 0 to 1. ``--dedup`` drops a change equal to the change just before it."""
+
+    def __init__(self, spec: MaterializeSpec, schema: Any, result: Result):
+        super().__init__(spec, schema, result)
+        self.last: Any = None  # --dedup: the chunk before's last change (kind code and image)
+
+    def apply(self, table: Any, offset: int, sink: Any) -> bool:
+        pa = _pa()
+        int64 = pa.int64()
+        if has_nan(table, self.compared):
+            return False
+        signs = pc.take(pa.array([1, -1, 1, -1], int64), kind_codes(table.column(self.kc)))
+        work = self._with_state(table, offset, **{STATE_COUNT: signs})
+        carried = len(work) - len(table)
+        kinds_in = kind_codes(table.column(self.kc))
+        duplicate = None
+        if self.spec.dedup:
+            duplicate = self._duplicates(table, kinds_in)
+            if pc.any(duplicate).as_py():
+                keep = pa.concat_arrays([pa.repeat(True, carried), pc.invert(duplicate)])
+                work = pc.filter(work, keep)
+        order, groups = grouped(work, self.compared)
+        same = same_as_previous(groups)
+        kinds = pc.take(work.column(STATE_KIND), order).combine_chunks()
+        steps = pc.take(work.column(STATE_COUNT), order).combine_chunks()
+        total = pc.call("cumulative_sum", steps)
+        base = pc.call("fill_null_forward", pc.if_else(same, pa.scalar(None, int64), pc.call("subtract", total, steps)))
+        count = pc.call("subtract", total, base)
+        if pc.any(pc.call("less", count, 0)).as_py():
+            return False
+        if self.spec.dedup:
+            self.last = (table.slice(len(table) - 1), kinds_in.slice(len(kinds_in) - 1))
+            self.duplicates += count_true(duplicate)
+        counts = count_codes(kinds)
+        self._count(kinds_in)
+        self.retract += sum(counts)
+        self.upsert += counts[INSERT] + counts[AFTER] + counts[DELETE]
+        made = pc.or_(pc.equal(kinds, LIVE), pc.and_(pc.equal(steps, 1), pc.equal(count, 1)))
+        seqs = pc.take(work.column(STATE_SEQ), order)
+        places = pc.call("fill_null_forward", pc.if_else(made, seqs, pa.scalar(None, int64)))
+        rows = pc.call("fill_null_forward", pc.if_else(made, pc.cast(order, int64), pa.scalar(None, int64)))
+        keep = pc.and_(pc.invert(same_as_next(same)), pc.call("greater", count, 0))
+        kept = count_true(keep)
+        self._keep_state(
+            work,
+            pc.filter(rows, keep),
+            **{
+                STATE_KIND: pa.array([LIVE] * kept, pa.int8()),
+                STATE_SEQ: pc.filter(places, keep),
+                STATE_COUNT: pc.filter(count, keep),
+            },
+        )
+        return True
+
+    def _duplicates(self, table: Any, kinds: Any) -> Any:
+        """Per change, whether it equals the change just before it (kind and identity)."""
+        pa = _pa()
+        columns = [*self.compared, STATE_KIND]
+        current = table.select(self.compared).append_column(STATE_KIND, kinds)
+        if self.last is not None:
+            last_table, last_kind = self.last
+            before = last_table.select(self.compared).append_column(STATE_KIND, last_kind)
+            both = pa.concat_tables([before.cast(current.schema), current]).combine_chunks()
+            return shifted_equal(both, arange(len(both)), columns).slice(1)
+        return shifted_equal(current, arange(len(current)), columns)
+
+    def _table(self) -> Any:
+        state = self._ordered_state()
+        if state is None:
+            return None
+        counts = state.column(STATE_COUNT).to_pylist()
+        if any(c != 1 for c in counts):  # each row as many times as it is in the table
+            pa = _pa()
+            state = pc.take(state, pa.array([i for i, c in enumerate(counts) for _ in range(c)], pa.int64()))
+        return state
+
+    def _summary(self, live: int) -> Any:
+        summary = MultisetSummary(Findings(self.spec.policy), self.spec.dedup, self.metadata)
+        summary.live = live
+        return summary
+
+    def hand_over(self, steps_for: Callable[..., Any], where: Any) -> Any:
+        from cdc.core.rowstore import row_identity
+
+        steps = steps_for(self.spec, self.result, where)
+        state: MultisetState = self.result.detail
+        self._count_into(state)
+        ordered = self._ordered_state()
+        if ordered is not None:
+            entries = state.table.rows
+            counts = ordered.column(STATE_COUNT).to_pylist()
+            for row, count in zip(ordered.select(self.images).to_pylist(), counts, strict=True):
+                entries[row_identity(row, self.metadata)] = [row, count]
+        if self.last is not None:
+            last_table, last_kind = self.last
+            image = last_table.select(self.images).to_pylist()[0]
+            state._previous = (KINDS[last_kind[0].as_py()], row_identity(image, self.metadata))
+        self.state = None
+        return steps
+
+
+class MultisetSummary(MultisetState):
+    """A multiset's account without its rows, which went out as Arrow."""
 
     live = 0
 

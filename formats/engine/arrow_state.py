@@ -32,6 +32,7 @@ from cdc.formats.engine.session import Session, result_skips
 from cdc.formats.streams import STDIO
 
 TABULAR = ("parquet", "csv", "tsv")
+HANDED_OVER = "arrow-state+rows"  # Result.path of a run the row path finished
 CHUNK_ROWS = 1 << 20  # changes applied at once: bigger chunks merge state less often, use more memory
 
 
@@ -236,6 +237,7 @@ def run(job: Job, current: Session) -> Result:
 
         holder = Exact(current, sink)
         holder.steps = state.hand_over(steps_for, holder.where)
+        result.path = HANDED_OVER
         return holder
 
     def flush() -> None:
