@@ -266,3 +266,68 @@ def test_redelivered_changes_are_duplicates_alike(rows: list[dict[str, Any]], ch
     for spec in (MaterializeSpec(key=("id",), dedup=True), MaterializeSpec(dedup=True)):
         with tempfile.TemporaryDirectory() as tmp:
             agree(_job(tmp, doubled, spec, "parquet", "jsonl", False), chunk)
+
+
+@SETTINGS
+@given(
+    rows=changelogs(),
+    fmt=formats,
+    out_fmt=out_formats,
+    emit=st.sampled_from(["retract", "upsert"]),
+    keep_noop=st.booleans(),
+    window=st.sampled_from([None, ("v", 0, None), ("v", None, 1), ("v", 0, 7), ("name", "a", "b")]),
+    net=st.booleans(),
+    skip=st.booleans(),
+    chunk=chunks,
+)
+def test_replay(
+    rows: list[dict[str, Any]],
+    fmt: str,
+    out_fmt: str,
+    emit: str,
+    keep_noop: bool,
+    window: Any,
+    net: bool,
+    skip: bool,
+    chunk: int | None,
+) -> None:
+    from cdc.core.specs import ReplaySpec
+
+    column, since, until = window or (None, None, None)
+    spec = ReplaySpec(
+        ("id",),
+        emit,
+        keep_noop,
+        time_column=column,
+        since=since,
+        until=until,
+        net=net and since is not None and until is not None,
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        assert agree(_job(tmp, rows, spec, fmt, out_fmt, skip), chunk) == "arrow-state"
+
+
+@SETTINGS
+@given(rows=changelogs(), fmt=formats, mode=st.sampled_from(["upsert", "append"]), chunk=chunks)
+def test_replay_of_plain_rows(rows: list[dict[str, Any]], fmt: str, mode: str, chunk: int | None) -> None:
+    from cdc.core.specs import ReplaySpec
+
+    plain = [{("flag" if k == "op" else k): v for k, v in r.items()} for r in rows]
+    for delete_when in [None, ("flag", "-D")] if mode == "upsert" else [None]:
+        spec = ReplaySpec(("id",), input_mode=mode, delete_when=delete_when)
+        with tempfile.TemporaryDirectory() as tmp:
+            src = Path(tmp, f"in.{fmt}")
+            if fmt == "parquet":
+                import pyarrow as pa
+                import pyarrow.parquet as pq
+
+                schema = pa.schema(
+                    [("flag", pa.string()), ("id", pa.int64()), ("name", pa.string()), ("v", pa.int64())]
+                )
+                pq.write_table(pa.Table.from_pylist(plain, schema=schema), src)
+            elif plain:
+                write_csv(src, plain)
+            else:
+                src.write_text("flag,id,name,v\n")
+            job = Job(spec, (str(src),), output=str(Path(tmp, "out.jsonl")))
+            agree(job, chunk)

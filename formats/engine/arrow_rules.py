@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from cdc.core.kinds import KIND_BY_TEXT
-from cdc.core.specs import MaterializeSpec
+from cdc.core.specs import CHANGELOG, MaterializeSpec, ReplaySpec
 from cdc.core.state import Findings, KeyedState, MultisetState
 from cdc.formats.engine import arrow_compute as pc
 from cdc.formats.engine.job import Result
@@ -36,6 +36,10 @@ def rules_for(spec: Any) -> Rules | None:
     """The rules class of a spec, or None when the Arrow path does not vectorize its options."""
     if isinstance(spec, MaterializeSpec) and spec.as_of is None:
         return KeyedMaterialize if spec.key else MultisetMaterialize
+    if isinstance(spec, ReplaySpec) and spec.order_by is None:
+        from cdc.formats.engine.arrow_replay import Replay
+
+        return Replay
     return None
 
 
@@ -218,19 +222,24 @@ def without(names: list[str], *drop: Any) -> list[str]:
 
 
 class ChangeRules:
-    """Changelog rows in (a kind column of text), compared and grouped by column values."""
+    """Changes in (changelog rows with a kind column of text, or plain rows read as inserts or
+    upserts of their key), compared and grouped by column values."""
 
     @classmethod
     def takes(cls, spec: Any, schema: Any) -> bool:
         pa = _pa()
         names = schema.names
-        if spec.kind_column not in names:
-            return False
-        kind = schema.field(spec.kind_column).type
-        if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
+        kc = spec.kind_column
+        if spec.reads == CHANGELOG:
+            if kc not in names:
+                return False
+            kind = schema.field(kc).type
+            if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
+                return False
+        elif kc in names:  # plain rows whose own column would take the kind's place
             return False
         key = getattr(spec, "key", ())
-        if not all(k in names and groupable_key(schema.field(k).type) for k in key):
+        if not all(k in names and k != kc and groupable_key(schema.field(k).type) for k in key):
             return False
         return all(comparable(f.type) for f in schema)
 
@@ -239,23 +248,47 @@ class ChangeRules:
         self.result = result
         self.schema = schema
         self.kc = spec.kind_column
-        self.images = without(schema.names, self.kc)  # a change's image: every column but the kind
+        self.changelog = spec.reads == CHANGELOG
+        # a change's image: the row without its kind (plain rows: the row)
+        self.images = without(schema.names, self.kc) if self.changelog else list(schema.names)
         self.state: Any = None  # rows carried from chunk to chunk (STATE_KIND, STATE_SEQ …)
 
     def regular(self, batch: Any) -> bool:
         """No bad kind (the row path says what is wrong with such a row, in order)."""
-        return bool(kind_codes(batch.column(self.kc)).null_count == 0)
+        return not self.changelog or bool(kind_codes(batch.column(self.kc)).null_count == 0)
 
-    def _with_state(self, table: Any, offset: int, **extra: Any) -> Any:
-        """The chunk with its kind codes and place in the input, after the carried state rows."""
+    def kinds(self, table: Any) -> Any:
+        """Each row's kind code: its kind column's, or what its input mode makes of a plain row."""
         pa = _pa()
-        chunk = table.append_column(STATE_KIND, kind_codes(table.column(self.kc)))
+        if self.changelog:
+            return kind_codes(table.column(self.kc))
+        mode = getattr(self.spec, "input_mode", "append")
+        if mode == "append":
+            return pa.array([INSERT] * len(table), pa.int8())
+        delete_when = getattr(self.spec, "delete_when", None)
+        if delete_when is None or delete_when[0] not in table.schema.names:
+            return pa.array([AFTER] * len(table), pa.int8())
+        from cdc.core.compare import canonical
+        from cdc.formats.engine.arrow_time import distinct
+
+        column, value = delete_when
+        marker = canonical(value)
+        values, index = distinct(table.column(column))
+        codes = pa.array([DELETE if canonical(v) == marker else AFTER for v in values], pa.int8())
+        return pc.take(codes, index)
+
+    def _with_state(self, table: Any, offset: int, state: Any = None, **extra: Any) -> Any:
+        """The chunk with its kind codes and place in the input, after carried state rows
+        (``state``, else this rule's)."""
+        pa = _pa()
+        chunk = table.append_column(STATE_KIND, self.kinds(table))
         chunk = chunk.append_column(STATE_SEQ, arange(len(table), offset))
         for name, values in extra.items():
             chunk = chunk.append_column(name, values)
-        if self.state is None or not len(self.state):
+        state = self.state if state is None else state
+        if state is None or not len(state):
             return chunk
-        state = self.state.cast(chunk.schema) if self.state.schema != chunk.schema else self.state
+        state = state.cast(chunk.schema) if state.schema != chunk.schema else state
         return pa.concat_tables([state, chunk]).combine_chunks()
 
     def _keep_state(self, work: Any, rows: Any, **columns: Any) -> None:
@@ -265,14 +298,21 @@ class ChangeRules:
             state = state.set_column(state.schema.get_field_index(name), name, values)
         self.state = state
 
-    def _ordered_state(self) -> Any:
-        """The carried rows in their places (first insertion)."""
-        if self.state is None or not len(self.state):
+    def _ordered_state(self, state: Any = None) -> Any:
+        """The carried rows (``state``, else this rule's) in their places (first insertion)."""
+        state = self.state if state is None else state
+        if state is None or not len(state):
             return None
-        return pc.take(self.state, pc.call("sort_indices", self.state.column(STATE_SEQ)))
+        return pc.take(state, pc.call("sort_indices", state.column(STATE_SEQ)))
 
     def empty_columns(self, info: Any) -> Callable[[], list[str]] | None:
         return None
+
+
+def column(table: Any, name: str) -> Any:
+    """A table's column as one array."""
+    found = table.column(name)
+    return found.combine_chunks() if hasattr(found, "combine_chunks") else found
 
 
 def has_nan(table: Any, columns: list[str]) -> bool:
@@ -356,7 +396,7 @@ class KeyedMaterialize(Materialize):
     def apply(self, table: Any, offset: int, sink: Any) -> bool:
         work = self._with_state(table, offset)
         order, groups = grouped(work, self.spec.key)
-        kinds = pc.take(work.column(STATE_KIND), order).combine_chunks()
+        kinds = pc.take(column(work, STATE_KIND), order)
         if self.spec.dedup:
             return self._upserts(work, order, groups, kinds)
         pa = _pa()
@@ -382,7 +422,7 @@ class KeyedMaterialize(Materialize):
         self.upsert += counts[INSERT] + counts[AFTER] + counts[DELETE]
         # The state after the chunk: each key's last change, unless a -D; its place is that of
         # the change that (re)inserted it.
-        seqs = pc.take(work.column(STATE_SEQ), order)
+        seqs = pc.take(column(work, STATE_SEQ), order)
         starts = pc.or_(pc.invert(same), pc.equal(before, DELETE))
         places = pc.call("fill_null_forward", pc.if_else(starts, seqs, pa.scalar(None, pa.int64())))
         keep = pc.and_(pc.invert(same_as_next(same)), pc.invert(pc.equal(kinds, DELETE)))
@@ -426,7 +466,7 @@ class KeyedMaterialize(Materialize):
         self.upsert += deletes + new_puts + updates
         # The state after the chunk: each key's last change other than a -U, if a put.
         starts = pc.or_(pc.and_(put, pc.invert(live_before)), pc.equal(kinds, LIVE))
-        seqs = pc.take(work.column(STATE_SEQ), order)
+        seqs = pc.take(column(work, STATE_SEQ), order)
         places = pc.call("fill_null_forward", pc.if_else(starts, seqs, pa.scalar(None, int64)))
         mask = pc.invert(is_before)
         last = pc.invert(same_as_next(same_as_previous(pc.filter(groups, mask))))
@@ -503,8 +543,8 @@ class MultisetMaterialize(Materialize):
                 work = pc.filter(work, keep)
         order, groups = grouped(work, self.compared)
         same = same_as_previous(groups)
-        kinds = pc.take(work.column(STATE_KIND), order).combine_chunks()
-        steps = pc.take(work.column(STATE_COUNT), order).combine_chunks()
+        kinds = pc.take(column(work, STATE_KIND), order)
+        steps = pc.take(column(work, STATE_COUNT), order)
         total = pc.call("cumulative_sum", steps)
         base = pc.call("fill_null_forward", pc.if_else(same, pa.scalar(None, int64), pc.call("subtract", total, steps)))
         count = pc.call("subtract", total, base)
@@ -518,7 +558,7 @@ class MultisetMaterialize(Materialize):
         self.retract += sum(counts)
         self.upsert += counts[INSERT] + counts[AFTER] + counts[DELETE]
         made = pc.or_(pc.equal(kinds, LIVE), pc.and_(pc.equal(steps, 1), pc.equal(count, 1)))
-        seqs = pc.take(work.column(STATE_SEQ), order)
+        seqs = pc.take(column(work, STATE_SEQ), order)
         places = pc.call("fill_null_forward", pc.if_else(made, seqs, pa.scalar(None, int64)))
         rows = pc.call("fill_null_forward", pc.if_else(made, pc.cast(order, int64), pa.scalar(None, int64)))
         keep = pc.and_(pc.invert(same_as_next(same)), pc.call("greater", count, 0))
