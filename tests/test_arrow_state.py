@@ -331,3 +331,97 @@ def test_replay_of_plain_rows(rows: list[dict[str, Any]], fmt: str, mode: str, c
                 src.write_text("flag,id,name,v\n")
             job = Job(spec, (str(src),), output=str(Path(tmp, "out.jsonl")))
             agree(job, chunk)
+
+
+@SETTINGS
+@given(
+    rows=changelogs(),
+    fmt=formats,
+    key=st.sampled_from([(), ("id",), ("id", "name")]),
+    time_column=st.sampled_from([None, "v", "name"]),
+    skip=st.booleans(),
+    chunk=chunks,
+)
+def test_inspect(
+    rows: list[dict[str, Any]], fmt: str, key: tuple[str, ...], time_column: str | None, skip: bool, chunk: int | None
+) -> None:
+    from cdc.core.specs import InspectSpec
+
+    spec = InspectSpec(key=key, time_column=time_column)
+    with tempfile.TemporaryDirectory() as tmp:
+        assert agree(_job(tmp, rows, spec, fmt, "jsonl", skip), chunk) == "arrow-state"
+
+
+@SETTINGS
+@given(
+    rows=changelogs(),
+    fmt=formats,
+    split=st.booleans(),
+    key=st.sampled_from([(), ("id",)]),
+    time_column=st.sampled_from(["v", "when"]),
+    source=st.sampled_from([(), (("db", "shop"), ("table", "t"))]),
+    skip=st.booleans(),
+    chunk=chunks,
+)
+def test_debezium_encode(
+    rows: list[dict[str, Any]],
+    fmt: str,
+    split: bool,
+    key: tuple[str, ...],
+    time_column: str,
+    source: Any,
+    skip: bool,
+    chunk: int | None,
+) -> None:
+    from cdc.core.specs import EncodeSpec
+
+    whens = ["2024-01-02T03:04:05.678Z", "1700000000123", None, "noon", "2024-05-06"]
+    rows = [{**r, "when": whens[i % len(whens) if r.get("v") == 7 else 0]} for i, r in enumerate(rows)]
+    spec = EncodeSpec(split_updates=split, time_column=time_column, source=source, key=key)
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp, f"in.{fmt}")
+        if fmt == "parquet":
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+
+            schema = pa.schema(
+                [
+                    ("op", pa.string()),
+                    ("id", pa.int64()),
+                    ("name", pa.string()),
+                    ("v", pa.int64()),
+                    ("when", pa.string()),
+                ]
+            )
+            pq.write_table(pa.Table.from_pylist(rows, schema=schema), src)
+        elif rows:
+            write_csv(src, rows)
+        else:
+            src.write_text("op,id,name,v,when\n")
+        job = Job(
+            spec,
+            (str(src),),
+            output=str(Path(tmp, "out.jsonl")),
+            on_error=OnError.skip if skip else OnError.fail,
+            rejects=str(Path(tmp, "rejects.jsonl")) if skip else None,
+        )
+        assert agree(job, chunk) == "arrow-state"
+
+
+def test_debezium_encode_of_timestamps(tmp_path: Path) -> None:
+    import datetime as dt
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from cdc.core.specs import EncodeSpec
+
+    stamps = [dt.datetime(2024, 1, 2, 3, 4, 5, us) for us in (0, 1, 999_999, 123_456, 678_900)]
+    rows = [{"op": "+I", "id": i, "at": s} for i, s in enumerate(stamps)]
+    for tz in (None, "UTC", "Europe/Berlin"):
+        for unit in ("s", "ms", "us"):
+            src = tmp_path / f"in-{unit}.parquet"
+            schema = pa.schema([("op", pa.string()), ("id", pa.int64()), ("at", pa.timestamp(unit, tz))])
+            pq.write_table(pa.Table.from_pylist(rows, schema=schema), src)
+            job = Job(EncodeSpec(time_column="at"), (str(src),), output=str(tmp_path / "out.jsonl"))
+            agree(job)

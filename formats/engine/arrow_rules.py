@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from cdc.core.kinds import KIND_BY_TEXT
-from cdc.core.specs import CHANGELOG, MaterializeSpec, ReplaySpec
+from cdc.core.specs import CHANGELOG, EncodeSpec, InspectSpec, MaterializeSpec, ReplaySpec
 from cdc.core.state import Findings, KeyedState, MultisetState
 from cdc.formats.engine import arrow_compute as pc
 from cdc.formats.engine.job import Result
@@ -36,6 +36,14 @@ def rules_for(spec: Any) -> Rules | None:
     """The rules class of a spec, or None when the Arrow path does not vectorize its options."""
     if isinstance(spec, MaterializeSpec) and spec.as_of is None:
         return KeyedMaterialize if spec.key else MultisetMaterialize
+    if isinstance(spec, EncodeSpec):
+        from cdc.formats.engine.arrow_encode import Encode
+
+        return Encode
+    if isinstance(spec, InspectSpec):
+        from cdc.formats.engine.arrow_inspect import Inspect
+
+        return Inspect
     if isinstance(spec, ReplaySpec) and spec.order_by is None:
         from cdc.formats.engine.arrow_replay import Replay
 
@@ -360,10 +368,24 @@ class Materialize(ChangeRules):
     def _summary(self, live: int) -> Any:
         raise NotImplementedError
 
+    def load_into(self, state: Any) -> None:
+        raise NotImplementedError
+
+    def hand_over(self, steps_for: Callable[..., Any], where: Any) -> Any:
+        steps = steps_for(self.spec, self.result, where)
+        self.load_into(self.result.detail)
+        return steps
+
+    def summary(self, table: Any = None) -> Any:
+        """The table's account (counts, live rows) as the row path's state object gives it."""
+        table = self._table() if table is None else table
+        summary = self._summary(len(table) if table is not None else 0)
+        self._count_into(summary)
+        return summary
+
     def finish(self, sink: Any) -> None:
         table = self._table()
-        self.result.detail = summary = self._summary(len(table) if table is not None else 0)
-        self._count_into(summary)
+        self.result.detail = self.summary(table)
         if table is None or not len(table):
             return
         out = table.select(without(self.images, self.metadata))
@@ -490,9 +512,8 @@ class KeyedMaterialize(Materialize):
         summary.live = live
         return summary
 
-    def hand_over(self, steps_for: Callable[..., Any], where: Any) -> Any:
-        steps = steps_for(self.spec, self.result, where)
-        state: KeyedState = self.result.detail
+    def load_into(self, state: KeyedState) -> None:
+        """The state built so far, into the row path's."""
         self._count_into(state)
         ordered = self._ordered_state()
         if ordered is not None:
@@ -500,7 +521,6 @@ class KeyedMaterialize(Materialize):
             for row, gone in zip(ordered.select(self.images).to_pylist(), retracted, strict=True):
                 state.load(row, gone)
         self.state = None
-        return steps
 
 
 class KeyedSummary(KeyedState):
@@ -601,11 +621,10 @@ class MultisetMaterialize(Materialize):
         summary.live = live
         return summary
 
-    def hand_over(self, steps_for: Callable[..., Any], where: Any) -> Any:
+    def load_into(self, state: MultisetState) -> None:
+        """The state built so far, into the row path's."""
         from cdc.core.rowstore import row_identity
 
-        steps = steps_for(self.spec, self.result, where)
-        state: MultisetState = self.result.detail
         self._count_into(state)
         ordered = self._ordered_state()
         if ordered is not None:
@@ -618,7 +637,6 @@ class MultisetMaterialize(Materialize):
             image = last_table.select(self.images).to_pylist()[0]
             state._previous = (KINDS[last_kind[0].as_py()], row_identity(image, self.metadata))
         self.state = None
-        return steps
 
 
 class MultisetSummary(MultisetState):

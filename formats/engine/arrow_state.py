@@ -46,7 +46,7 @@ def accepts(job: Job) -> bool:
     from cdc.formats.engine import arrow_rules
 
     rules = arrow_rules.rules_for(job.spec)
-    if rules is None:
+    if rules is None or not getattr(rules, "takes_job", lambda job: True)(job):
         return False
     schema = input_schema(job)
     return schema is not None and rules.takes(job.spec, schema)
@@ -130,6 +130,16 @@ class Sink:
                 self._stream.write(json_lines(batch))
         else:
             self._row_writer().write_rows(table.to_pylist())
+
+    def texts(self, lines: Any, count: int) -> None:
+        """Output rows as JSON lines already (``count`` of them): JSON lines output only."""
+        assert self.job.sink is None and self.job.out_format == "jsonl"
+        if not count:
+            return
+        self.written += count
+        if self._stream is None:
+            self._stream = self.current.open_output().stream
+        self._stream.write(lines)
 
     def rows(self, rows: Iterable[Row]) -> None:
         """Output rows as the row path makes them."""
@@ -301,6 +311,7 @@ def run(job: Job, current: Session) -> Result:
         exact.finish()
     else:
         state.finish(sink)
-    result.counts.written = sink.close(state.empty_columns(info))
+    if getattr(state, "writes", True):
+        result.counts.written = sink.close(state.empty_columns(info))
     result_skips(current, result)
     return result

@@ -78,7 +78,7 @@ def ranks(column: Any) -> Any | None:
         return pc.cast(column, pa.int64())
     values, index = distinct(column)
     keys: list[Any] = []
-    classes = set()
+    classes: set[Any] = set()
     for v in values:
         if v is None:
             keys.append(None)
