@@ -57,7 +57,7 @@ class Inspect:
         self.time_max: Any = None
 
     def regular(self, batch: Any) -> bool:
-        return self.table.regular(batch)
+        return bool(self.table.regular(batch))
 
     def apply(self, table: Any, offset: int, sink: Any) -> bool:
         if not self.table.apply(table, offset, sink):
