@@ -211,7 +211,19 @@ def test_keyed_materialize_sorted_and_two_column_keys(rows: list[dict[str, Any]]
 @SETTINGS
 @given(rows=changelogs(clean=True), fmt=formats, chunk=chunks)
 def test_consistent_changes_never_leave_arrow(rows: list[dict[str, Any]], fmt: str, chunk: int | None) -> None:
-    specs = [MaterializeSpec(key=("id",)), MaterializeSpec(), MaterializeSpec(key=("id",), dedup=True)]
+    from cdc.core.specs import EncodeSpec, InspectSpec, ReplaySpec
+
+    specs: list[Any] = [
+        MaterializeSpec(key=("id",)),
+        MaterializeSpec(),
+        MaterializeSpec(key=("id",), dedup=True),
+        MaterializeSpec(key=("id",), as_of=1, time_column="v"),
+        MaterializeSpec(as_of=1, time_column="v"),
+        InspectSpec(key=("id",), time_column="v"),
+        ReplaySpec(("id",)),
+        ReplaySpec(("id",), since=0, until=1, time_column="v", net=True),
+        EncodeSpec(key=("id",)),
+    ]
     old = arrow_state.CHUNK_ROWS
     arrow_state.CHUNK_ROWS = chunk or old
     try:
@@ -425,3 +437,28 @@ def test_debezium_encode_of_timestamps(tmp_path: Path) -> None:
             pq.write_table(pa.Table.from_pylist(rows, schema=schema), src)
             job = Job(EncodeSpec(time_column="at"), (str(src),), output=str(tmp_path / "out.jsonl"))
             agree(job)
+
+
+@SETTINGS
+@given(
+    rows=changelogs(),
+    fmt=formats,
+    key=st.sampled_from([(), ("id",)]),
+    point=st.sampled_from([("v", 1), ("v", "0"), ("v", "x"), ("name", "b"), ("name", 3)]),
+    sort=st.booleans(),
+    policy=policies,
+    chunk=chunks,
+)
+def test_materialize_as_of(
+    rows: list[dict[str, Any]],
+    fmt: str,
+    key: tuple[str, ...],
+    point: Any,
+    sort: bool,
+    policy: Policy,
+    chunk: int | None,
+) -> None:
+    column, as_of = point
+    spec = MaterializeSpec(key=key, as_of=as_of, time_column=column, sort=sort, policy=policy)
+    with tempfile.TemporaryDirectory() as tmp:
+        assert agree(_job(tmp, rows, spec, fmt, "jsonl", False), chunk) == "arrow-state"

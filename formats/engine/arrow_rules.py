@@ -34,7 +34,11 @@ Rules = Any  # a class below: rules_for(spec)(spec, schema, result)
 
 def rules_for(spec: Any) -> Rules | None:
     """The rules class of a spec, or None when the Arrow path does not vectorize its options."""
-    if isinstance(spec, MaterializeSpec) and spec.as_of is None:
+    if isinstance(spec, MaterializeSpec):
+        if spec.as_of is not None:
+            from cdc.formats.engine.arrow_versioned import AsOf
+
+            return AsOf
         return KeyedMaterialize if spec.key else MultisetMaterialize
     if isinstance(spec, EncodeSpec):
         from cdc.formats.engine.arrow_encode import Encode
