@@ -13,6 +13,7 @@ comes with a bad kind.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -52,8 +53,11 @@ def _pa() -> Any:
 class Replay(ChangeRules):
     @classmethod
     def takes(cls, spec: ReplaySpec, schema: Any) -> bool:
-        if spec.time_column is not None and spec.time_column not in schema.names:
-            return False
+        for name in (spec.time_column, spec.order_by):
+            if name is not None and (
+                name not in schema.names or (spec.reads == "changelog" and name == spec.kind_column)
+            ):
+                return False
         if spec.reads == "changelog" and spec.time_column == spec.kind_column:
             return False
         return super().takes(spec, schema)
@@ -67,36 +71,39 @@ class Replay(ChangeRules):
 
     def apply(self, table: Any, offset: int, sink: Any) -> bool:
         pa = _pa()
-        counts = self.counts
-        counts.read += len(table)
+        delta: Counter[str] = Counter(read=len(table))  # nothing changes until the chunk is done
         emit: Any = None
+        at_since = self.at_since
+        seqs = _seqs(len(table), offset)
         tc = self.spec.time_column
         if tc is not None:
-            keep = None
             if self.until is not None:
                 after = pc.call("greater", _compare(table.column(tc), self.until), 0)
-                counts.after_window += count_true(after)
-                keep = pc.invert(after)
-            if keep is not None and not pc.all(keep).as_py():
-                table = pc.filter(table, keep)
-                offset_seq = pc.filter(_seqs(len(keep), offset), keep)
-            else:
-                offset_seq = None
+                delta["after_window"] += count_true(after)
+                if pc.any(after).as_py():
+                    keep = pc.invert(after)
+                    table, seqs = pc.filter(table, keep), pc.filter(seqs, keep)
             if self.since is not None:
                 early = pc.call("less_equal", _compare(table.column(tc), self.since), 0)
                 if self.spec.net:
-                    at_since = pc.filter(table, early)
-                    seqs = pc.filter(offset_seq if offset_seq is not None else _seqs(len(table), offset), early)
-                    self.at_since, _, _ = self._step(self.at_since, at_since, seqs, None, count=False)
+                    found = self._step(
+                        at_since, pc.filter(table, early), pc.filter(seqs, early), None, Counter(), output=False
+                    )
+                    if found is None:
+                        return False
+                    at_since = found[0]
                 else:
-                    counts.before_window += count_true(early)
+                    delta["before_window"] += count_true(early)
                 emit = pc.invert(early)
-        else:
-            offset_seq = None
-        seqs = offset_seq if offset_seq is not None else _seqs(len(table), offset)
         if self.spec.net:
             emit = pa.repeat(False, len(table))
-        self.state, out, kinds = self._step(self.state, table, seqs, emit)
+        found = self._step(self.state, table, seqs, emit, delta)
+        if found is None:
+            return False
+        self.state, out, kinds = found
+        self.at_since = at_since
+        for name, n in delta.items():
+            setattr(self.counts, name, getattr(self.counts, name) + n)
         if out is not None and len(out):
             for kind, n in zip(KINDS, _count_kinds(kinds), strict=True):
                 if n:
@@ -104,9 +111,45 @@ class Replay(ChangeRules):
             sink.table(out)
         return True
 
-    def _step(self, state: Any, table: Any, seqs: Any, emit: Any, count: bool = True) -> tuple[Any, Any, Any]:
-        """Apply ``table``'s changes (placed at ``seqs``) to ``state``; the output rows of those
-        ``emit`` says (all when None), and their kind codes."""
+    def _late(self, work: Any, order: Any, same: Any, kinds: Any) -> Any:
+        """``--order-by``: whether each change (in ``order``) is older than its key's stored
+        version. The stored version's value is the greatest of the puts before it since the
+        key was last deleted, taking every ``-D`` for a deletion — None (a hand-over) when a
+        ``-D`` itself is late, which breaks that, or when the values cannot be ranked."""
+        from cdc.formats.engine.arrow_time import ranks
+
+        pa = _pa()
+        int64 = pa.int64()
+        assert self.spec.order_by is not None
+        values = column(work, self.spec.order_by)
+        if values.null_count:
+            return None
+        ranked = ranks(values)
+        if ranked is None:
+            return None
+        rank = pc.call("add", pc.take(ranked, order), 1)  # 1…R: 0 is "no put"
+        width = int(pc.call("max", rank).as_py() or 0) + 1
+        is_delete = pc.equal(kinds, DELETE)
+        starts = pc.or_(pc.invert(same), previous(is_delete, same, False))
+        epoch = pc.call("cumulative_sum", pc.cast(starts, int64))
+        base = pc.call("multiply", epoch, width)
+        put = pc.or_(pc.or_(pc.equal(kinds, INSERT), pc.equal(kinds, AFTER)), pc.equal(kinds, LIVE))
+        highest = pc.call("cumulative_max", pc.call("add", base, pc.if_else(put, rank, pa.scalar(0, int64))))
+        shifted = (
+            pa.concat_arrays([pa.array([0], int64), highest.slice(0, len(highest) - 1)]) if len(highest) else highest
+        )
+        before = pc.call("subtract", pc.if_else(starts, base, shifted), base)  # greatest put rank before, or 0
+        late = pc.and_(pc.call("greater", before, 0), pc.call("less", rank, before))
+        if pc.any(pc.and_(late, is_delete)).as_py():
+            return None
+        return late
+
+    def _step(
+        self, state: Any, table: Any, seqs: Any, emit: Any, delta: Counter[str], output: bool = True
+    ) -> tuple[Any, Any, Any] | None:
+        """Apply ``table``'s changes (placed at ``seqs``) to ``state``, their counts into
+        ``delta``: the state after, the output rows of the changes ``emit`` says (all when
+        None) and their kind codes; None when the chunk is for the row path."""
         pa = _pa()
         int64 = pa.int64()
         chunk = table.append_column(STATE_KIND, self.kinds(table)).append_column(STATE_SEQ, seqs)
@@ -119,6 +162,15 @@ class Replay(ChangeRules):
         order, groups = grouped(work, self.spec.key)
         same = same_as_previous(groups)
         kinds = pc.take(column(work, STATE_KIND), order)
+        if self.spec.order_by is not None:
+            late = self._late(work, order, same, kinds)
+            if late is None:
+                return None
+            if pc.any(late).as_py():
+                delta["late"] += count_true(late)
+                current = pc.invert(late)
+                order, groups, kinds = pc.filter(order, current), pc.filter(groups, current), pc.filter(kinds, current)
+                same = same_as_previous(groups)
         is_before = pc.equal(kinds, BEFORE)
         effective = pc.if_else(is_before, pa.scalar(None, pa.int8()), kinds)
         before = pc.call("fill_null_forward", previous(effective, same, NONE))
@@ -138,11 +190,9 @@ class Replay(ChangeRules):
             updated = pc.and_(updated, pc.invert(noop))
         else:
             noop = None
-        if count:
-            c = self.counts
-            c.ignored_retractions += count_true(is_before) + count_true(pc.and_(is_delete, pc.invert(live)))
-            if noop is not None:
-                c.noops += count_true(noop)
+        delta["ignored_retractions"] += count_true(is_before) + count_true(pc.and_(is_delete, pc.invert(live)))
+        if noop is not None:
+            delta["noops"] += count_true(noop)
         # The state after: each key's last change other than a -U, when it holds a row; its
         # place that of the change that (re)inserted it.
         starts = pc.or_(inserted, pc.equal(kinds, LIVE))
@@ -158,17 +208,16 @@ class Replay(ChangeRules):
         new_state = new_state.set_column(
             new_state.schema.get_field_index(STATE_SEQ), STATE_SEQ, pc.filter(pc.filter(places, mask), keep)
         )
-        if not count:
+        if not output:  # the state at --since
             return new_state, None, None
         # The output, in input order: per change its rows (a -U before its +U).
         emitting = pc.take(column(work, "__cdc_emit"), order)
         retract = self.spec.emit == "retract"
         main = pc.and_(emitting, pc.or_(pc.or_(deleted, inserted), updated))
-        c = self.counts
         n_insert, n_delete, n_update = (count_true(pc.and_(emitting, m)) for m in (inserted, deleted, updated))
-        c.written += n_insert + n_delete + n_update * (2 if retract else 1)
-        c.retract_messages += n_insert + n_delete + 2 * n_update
-        c.upsert_messages += n_insert + n_delete + n_update
+        delta["written"] += n_insert + n_delete + n_update * (2 if retract else 1)
+        delta["retract_messages"] += n_insert + n_delete + 2 * n_update
+        delta["upsert_messages"] += n_insert + n_delete + n_update
         at = pc.indices_nonzero(main)
         out_kind = pc.take(pc.if_else(inserted, pa.scalar(INSERT, pa.int8()), pa.scalar(AFTER, pa.int8())), at)
         out_kind = pc.if_else(pc.take(deleted, at), pa.scalar(DELETE, pa.int8()), out_kind)
@@ -198,8 +247,12 @@ class Replay(ChangeRules):
         if ordered is None:
             return
         table = keyed.table
+        order_by = self.spec.order_by
         for row in ordered.select(self.images).to_pylist():
-            table.put(table.key_of(row), row)
+            key = table.key_of(row)
+            table.put(key, row)
+            if order_by is not None:
+                keyed._order[key] = row[order_by]
 
     def finish(self, sink: Any) -> None:
         self.result.detail = self.counts

@@ -48,7 +48,7 @@ def rules_for(spec: Any) -> Rules | None:
         from cdc.formats.engine.arrow_inspect import Inspect
 
         return Inspect
-    if isinstance(spec, ReplaySpec) and spec.order_by is None:
+    if isinstance(spec, ReplaySpec):
         from cdc.formats.engine.arrow_replay import Replay
 
         return Replay
