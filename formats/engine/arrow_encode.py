@@ -108,7 +108,7 @@ class Encode(ChangeRules):
         times = pa.concat_arrays(self.times) if self.times else pa.array([], pa.int64())
         self.times = []
         assert len(times) == count
-        kinds = kind_codes(table.column(self.kc)).combine_chunks()
+        kinds = kind_codes(table.column(self.kc))
         for kind, n in zip(KINDS, count_codes(kinds), strict=True):
             if n:
                 self.result.counts.by_kind[kind] += n

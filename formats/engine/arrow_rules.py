@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from cdc.core.kinds import KIND_BY_TEXT
-from cdc.core.specs import CHANGELOG, EncodeSpec, InspectSpec, MaterializeSpec, ReplaySpec
+from cdc.core.specs import CHANGELOG, AggregateSpec, EncodeSpec, InspectSpec, MaterializeSpec, ReplaySpec
 from cdc.core.state import Findings, KeyedState, MultisetState
 from cdc.formats.engine import arrow_compute as pc
 from cdc.formats.engine.job import Result
@@ -40,6 +40,10 @@ def rules_for(spec: Any) -> Rules | None:
 
             return AsOf
         return KeyedMaterialize if spec.key else MultisetMaterialize
+    if isinstance(spec, AggregateSpec):
+        from cdc.formats.engine.arrow_aggregate import Aggregate
+
+        return Aggregate
     if isinstance(spec, EncodeSpec):
         from cdc.formats.engine.arrow_encode import Encode
 
@@ -84,6 +88,7 @@ def groupable_key(kind: Any) -> bool:
 def kind_codes(column: Any) -> Any:
     """The kind code of each change (0..3), null where the kind is not one of the spellings."""
     pa = _pa()
+    column = column.combine_chunks() if hasattr(column, "combine_chunks") else column
     index = pc.index_in(column, value_set=pa.array(SPELLINGS, pa.string()))
     return pc.take(pa.array([0, 1, 2, 3] * 2, pa.int8()), index)
 

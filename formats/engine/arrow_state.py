@@ -238,6 +238,7 @@ def run(job: Job, current: Session) -> Result:
     info = ReaderInfo()
     sink = Sink(job, current, info)
     exact: Exact | None = None
+    whole = getattr(state, "whole", False)  # the input as one chunk (a hand-over starts at the first change)
     pending: list[tuple[Any, Callable[[int], Location], str]] = []
     pending_rows = 0
     offset = 0  # changes before the first pending one
@@ -293,6 +294,8 @@ def run(job: Job, current: Session) -> Result:
                     exact.batch(batch, where, fmt)
                     continue
                 if not state.regular(batch):  # a bad record in it: the row path takes it from here
+                    if whole:  # ... from the first change
+                        exact = hand_over()
                     flush()
                     if exact is None:
                         exact = hand_over()
@@ -300,7 +303,7 @@ def run(job: Job, current: Session) -> Result:
                     continue
                 pending.append((batch, where, fmt))
                 pending_rows += len(batch)
-                if pending_rows >= CHUNK_ROWS:
+                if pending_rows >= CHUNK_ROWS and not whole:
                     flush()
         finally:
             result.read += reader.records
