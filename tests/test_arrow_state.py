@@ -160,13 +160,17 @@ def agree(job: Job, chunk: int | None = None) -> str:
     resolved = resolve(job)
     assert PATHS["arrow-state"]().accepts(resolved), "the arrow-state path does not take the job"
     reference = outcome(job, "rows")
-    old = arrow_state.CHUNK_ROWS
+    from cdc.formats.engine import arrow_rules
+
+    old = arrow_state.CHUNK_ROWS, arrow_rules.GROUP_BY_ROWS
     if chunk is not None:
         arrow_state.CHUNK_ROWS = chunk
     try:
         assert outcome(job, "arrow-state") == reference
+        arrow_rules.GROUP_BY_ROWS = 0  # grouping by several columns as big chunks do
+        assert outcome(job, "arrow-state") == reference
     finally:
-        arrow_state.CHUNK_ROWS = old
+        arrow_state.CHUNK_ROWS, arrow_rules.GROUP_BY_ROWS = old
     from cdc.formats.engine.plan import choose
 
     return choose(resolved).name
@@ -517,7 +521,7 @@ def test_aggregate(
     from cdc.core.specs import AggregateSpec
 
     if mode == "append":
-        aggs = [*aggs, "hi=MAX(v)", "lo=MIN(name)"]
+        aggs = [*aggs, "hi=MAX(v)", "lo=MIN(name)", "least=MIN(v)", "top=MAX(name)"]
         rows = [{("flag" if k == "op" else k): v for k, v in r.items()} for r in rows]
     query = AggregateQuery.parse(group_by, aggs, emit, retractions=mode != "append")
     spec = AggregateSpec(query, mode, policy=policy)

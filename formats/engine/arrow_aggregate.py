@@ -31,6 +31,7 @@ from cdc.formats.engine.arrow_rules import (
     column,
     comparable,
     count_true,
+    expand,
     group_codes,
     groupable_key,
     has_nan,
@@ -199,39 +200,28 @@ class Aggregate(ChangeRules):
         counts.unchanged = count_true(pc.and_(plain, pc.invert(changed)))
         last_of_group = pa.concat_arrays([pc.invert(same.slice(1)), pa.array([True])])
         counts.groups = count_true(pc.and_(last_of_group, pc.call("greater", count, 0)))
-        # The output rows: (place in input order, which value: after or before, kind)
-        rows = pc.cast(order, int64)
-        creator = pc.call("fill_null_forward", pc.if_else(created, rows, pa.scalar(None, int64)))
-        kinds_out, at, value_of, sub = [], [], [], []
+        # The output rows, in input order: per change +I(after), -D(before), -U(before) +U(after)
+        # or +U(after); a value "before" a change is the value after the change before it.
         retract = query.emit == "retract"
-
-        def emit(mask: Any, kind: int, use_before: bool, order_in_change: int) -> None:
-            found = pc.indices_nonzero(mask)
-            kinds_out.append(pa.array([kind] * len(found), int8))
-            at.append(pc.cast(found, int64))
-            value_of.append(pa.array([use_before] * len(found), pa.bool_()))
-            sub.append(pc.call("add", pc.call("multiply", pc.take(rows, found), 2), order_in_change))
-
-        emit(created, 0, False, 0)
-        emit(deleted, 3, True, 0)
-        if retract:
-            emit(updated, 1, True, 0)
-        emit(updated, 2, False, 1)
-        kinds_all = pa.concat_arrays(kinds_out)
-        at_all = pa.concat_arrays(at)
-        before_all = pa.concat_arrays(value_of)
-        placed = pc.call("sort_indices", pa.concat_arrays(sub))
-        kinds_all, at_all, before_all = (pc.take(a, placed) for a in (kinds_all, at_all, before_all))
-        columns: dict[str, Any] = {}
-        kc = self.kc
-        columns[kc] = pc.take(pa.array(list(KINDS), pa.string()), kinds_all)
-        sources = pc.take(creator, at_all)
-        for name in query.group_by:
-            columns[name] = pc.take(column(table, name), sources)
+        one, none = pa.scalar(1, int8), pa.scalar(0, int8)
+        made = pc.if_else(pc.or_(created, deleted), one, none)
+        made = pc.if_else(updated, pa.scalar(2 if retract else 1, int8), made)
+        first_kind = pc.if_else(created, pa.scalar(0, int8), pa.scalar(1 if retract else 2, int8))
+        first_kind = pc.if_else(deleted, pa.scalar(3, int8), first_kind)
+        first_before = pc.or_(deleted, pc.and_(updated, pa.scalar(retract)))
+        at, second = expand(order, made)
+        kinds_all = pc.if_else(second, pa.scalar(2, int8), pc.take(first_kind, at))
+        before = pc.and_(pc.invert(second), pc.take(first_before, at))
+        source = pc.call("subtract", at, pc.cast(before, int64))
+        columns: dict[str, Any] = {self.kc: pc.take(pa.array(list(KINDS), pa.string()), kinds_all)}
+        if query.group_by:
+            rows = pc.cast(order, int64)
+            creator = pc.call("fill_null_forward", pc.if_else(created, rows, pa.scalar(None, int64)))
+            sources = pc.take(creator, at)
+            for name in query.group_by:
+                columns[name] = pc.take(column(table, name), sources)
         for call, value in zip(query.aggs, after, strict=True):
-            mine = pc.take(value, at_all)
-            earlier = pc.take(_previous(value), at_all)
-            columns[call.name] = pc.if_else(before_all, earlier, mine)
+            columns[call.name] = pc.take(value, source)
         return pa.table(columns), kinds_all, counts
 
     def _values(self, table: Any, call: Any, order: Any, sg: Any, created: Any) -> Any:
@@ -290,13 +280,29 @@ def _running(steps: Any, starts: Any, checked: bool = False) -> Any:
 
 
 def _running_extreme(values: Any, starts: Any, greatest: bool) -> Any:
-    """The least (greatest) non-null value so far in each run that begins at ``starts``: values
-    ranked densely, each run's ranks lifted above the runs before it, one running maximum."""
+    """The least (greatest) non-null value so far in each run that begins at ``starts``: each
+    run's values lifted above the runs before it, one running maximum. Integers are lifted as
+    they are (when the lifted values fit 64 bits); other values by their dense ranks."""
     from pyarrow._compute import RankOptions
 
     pa = _pa()
     int64 = pa.int64()
     n = len(values)
+    if pa.types.is_integer(values.type) and n and values.null_count < n:
+        extremes = pc.call("min_max", values).as_py()
+        low, high = extremes["min"], extremes["max"]
+        width = high - low + 2  # 0: no value yet; 1…: the value above the least
+        runs = int(pc.call("sum", pc.cast(starts, int64)).as_py() or 0)
+        if (runs + 1) * width < 2**62:
+            shifted = pc.call("subtract", pc.cast(values, int64), low - 1)
+            if not greatest:
+                shifted = pc.call("subtract", width, shifted)
+            shifted = pc.fill_null(shifted, 0)
+            run = pc.call("cumulative_sum", pc.cast(starts, int64))
+            base = pc.call("multiply", run, width)
+            best = pc.call("subtract", pc.call("cumulative_max", pc.call("add", base, shifted)), base)
+            value = pc.call("add", best, low - 1) if greatest else pc.call("subtract", width + low - 1, best)
+            return pc.if_else(pc.equal(best, 0), pa.scalar(None, values.type), pc.cast(value, values.type))
     rank = pc.cast(pc.call("rank", values, options=RankOptions("ascending", tiebreaker="dense")), int64)
     top = int(pc.call("max", rank).as_py() or 0) + 1
     if not greatest:

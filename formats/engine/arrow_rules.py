@@ -29,6 +29,7 @@ KINDS = ("+I", "-U", "+U", "-D")
 LIVE, RETRACTED, NONE = 4, 5, 6  # carried state rows, and "no change before" for a key's first
 STATE_KIND, STATE_SEQ, STATE_COUNT = "__cdc_kind", "__cdc_seq", "__cdc_count"  # columns of carried state
 
+GROUP_BY_ROWS = 50_000  # grouping by several columns: from this many rows on, by a hash aggregation
 Rules = Any  # a class below: rules_for(spec)(spec, schema, result)
 
 
@@ -102,27 +103,38 @@ def arange(n: int, start: int = 0) -> Any:
     return pc.add(values, start) if start else values
 
 
+def _grouping_columns(table: Any, columns: tuple[str, ...] | list[str]) -> list[Any]:
+    """The columns to group by as arrays: ``-0.0`` made ``0.0``, columns of nulls only left out
+    (they tell no rows apart)."""
+    pa = _pa()
+    out = []
+    for name in columns:
+        column = table.column(name)
+        column = column.combine_chunks() if hasattr(column, "combine_chunks") else column
+        if pa.types.is_null(column.type):
+            continue
+        if pa.types.is_floating(column.type):
+            column = pc.add(column, 0.0)  # -0.0 + 0.0 is +0.0
+        out.append(column)
+    return out
+
+
 def group_codes(table: Any, columns: tuple[str, ...] | list[str]) -> Any:
-    """A dense group number per row for its values of ``columns`` (int64; null a value like
-    any other; ``-0.0`` the same value as ``0.0``)."""
+    """A dense group number per row for its values of ``columns``, numbered in order of first
+    appearance (null a value like any other; ``-0.0`` the same value as ``0.0``)."""
     pa = _pa()
     from pyarrow._compute import DictionaryEncodeOptions
 
     encode = DictionaryEncodeOptions("encode")
     codes: Any = None
-    for name in columns:
-        column = table.column(name)
-        column = column.combine_chunks() if hasattr(column, "combine_chunks") else column
-        if pa.types.is_floating(column.type):
-            column = pc.add(column, 0.0)  # -0.0 + 0.0 is +0.0
+    for column in _grouping_columns(table, columns):
         encoded = pc.call("dictionary_encode", column, options=encode)
-        index = pc.cast(encoded.indices, pa.int64())
         if codes is None:
-            codes = index
+            codes = encoded.indices
         else:  # pairs of codes, numbered densely again
-            combined = pc.add(pc.call("multiply", codes, len(encoded.dictionary)), index)
-            codes = pc.cast(pc.call("dictionary_encode", combined, options=encode).indices, pa.int64())
-    return codes
+            pair = pc.add(pc.call("multiply", pc.cast(codes, pa.int64()), len(encoded.dictionary)), encoded.indices)
+            codes = pc.call("dictionary_encode", pair, options=encode).indices
+    return codes if codes is not None else pa.array([0] * len(table), pa.int32())
 
 
 def grouped(table: Any, columns: tuple[str, ...] | list[str]) -> tuple[Any, Any]:
@@ -131,15 +143,44 @@ def grouped(table: Any, columns: tuple[str, ...] | list[str]) -> tuple[Any, Any]
     Null is a value like any other; ``-0.0`` groups with ``0.0`` (floats with NaN are the
     caller's to keep out: Python never finds one NaN equal to another).
 
-    A stable sort of dense group numbers (no ``group_by``: it would load pyarrow.acero and
-    pyarrow.compute, 50 ms of start-up)."""
+    One column: a stable sort of its dense group numbers. Several: one hash aggregation listing
+    each group's rows (``group_by`` loads pyarrow.acero, ~50 ms, which grouping by several
+    columns with dictionary codes and a sort costs more than)."""
     pa = _pa()
     n = len(table)
-    if not columns:  # one group
-        return arange(n), pa.array([0] * n, pa.int64())
-    codes = group_codes(table, columns)
-    order = pc.call("sort_indices", codes)
-    return order, pc.take(codes, order)
+    arrays = _grouping_columns(table, columns)
+    if not arrays:  # one group
+        return arange(n), pa.array([0] * n, pa.int32())
+    if len(arrays) == 1 or n < GROUP_BY_ROWS:
+        codes = group_codes(table, columns)
+        order = pc.call("sort_indices", codes)
+        return order, pc.take(codes, order)
+    data = {f"k{i}": a for i, a in enumerate(arrays)}
+    data["row"] = arange(n)
+    lists = pa.table(data).group_by(list(data)[:-1], use_threads=False).aggregate([("row", "list")])
+    rows = lists.column("row_list").combine_chunks()
+    return rows.flatten(), pc.call("list_parent_indices", rows)
+
+
+def expand(order: Any, counts: Any) -> tuple[Any, Any]:
+    """Output slots of changes that make 0, 1 or 2 rows each, in input order.
+
+    ``order`` lists the changes' rows in group order and ``counts`` (in that order) how many
+    output rows each makes. Returns, per output slot in input order, the group-order position
+    of the change that makes it and whether it is that change's second row — without a sort:
+    the counts go back to input order (an inverse permutation) and their running sum places
+    each change's rows (``list_parent_indices`` of the list they make)."""
+    pa = _pa()
+    int64 = pa.int64()
+    back = pc.call("inverse_permutation", pc.cast(order, int64))  # input row → group-order position
+    per_row = pc.cast(pc.take(counts, back), pa.int32())
+    if not len(per_row):
+        return pa.array([], int64), pa.array([], pa.bool_())
+    offsets = pa.concat_arrays([pa.array([0], pa.int32()), pc.call("cumulative_sum", per_row)])
+    total = offsets[len(offsets) - 1].as_py()
+    rows = pc.call("list_parent_indices", pa.ListArray.from_arrays(offsets, pa.nulls(total, pa.int8())))
+    second = pc.call("not_equal", pc.take(offsets, rows), pc.cast(arange(total), pa.int32()))
+    return pc.take(back, rows), second
 
 
 def shifted_equal(table: Any, order: Any, columns: list[str]) -> Any:
