@@ -135,7 +135,9 @@ def outcome(job: Job, path: str) -> tuple[Any, ...]:
     if not out.exists():
         rows: Any = None
     elif out.suffix == ".parquet":
-        rows = read_parquet(out)
+        import pyarrow.parquet as pq
+
+        rows = (read_parquet(out), [(f.name, str(f.type)) for f in pq.read_schema(out)])
     else:
         rows = out.read_text(encoding="utf-8")
     skipped = []

@@ -198,6 +198,8 @@ def shifted_equal(table: Any, order: Any, columns: list[str]) -> Any:
         column = table.column(name)
         column = column.combine_chunks() if hasattr(column, "combine_chunks") else column
         kind = column.type
+        if pa.types.is_null(kind):  # nulls only: every row alike
+            continue
         if pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_binary(kind):
             # equal codes are equal texts, and int32 codes move faster than texts
             column = pc.call("dictionary_encode", column, options=DictionaryEncodeOptions("mask")).indices
@@ -246,6 +248,8 @@ def rows_equal(table: Any, left: Any, right: Any, columns: list[str]) -> Any:
     for name in columns:
         column = table.column(name)
         column = column.combine_chunks() if hasattr(column, "combine_chunks") else column
+        if pa.types.is_null(column.type):  # nulls only: every row alike
+            continue
         a, b = pc.take(column, left), pc.take(column, right)
         same = pc.fill_null(pc.equal(a, b), False)
         if a.null_count or b.null_count:

@@ -32,7 +32,10 @@ def distinct(column: Any) -> tuple[list[Any], Any]:
     into them (nulls are a value: None)."""
     from pyarrow._compute import DictionaryEncodeOptions
 
-    encoded = pc.call("dictionary_encode", _array(column), options=DictionaryEncodeOptions("encode"))
+    column = _array(column)
+    if _pa().types.is_null(column.type):
+        return [None], _pa().array([0] * len(column), _pa().int32())
+    encoded = pc.call("dictionary_encode", column, options=DictionaryEncodeOptions("encode"))
     return encoded.dictionary.to_pylist(), encoded.indices
 
 

@@ -111,6 +111,28 @@ class ParquetWriter:
             if len(buffer) >= self._batch_rows:
                 self._flush()  # empties the buffer in place
 
+    @property
+    def fixed_schema(self) -> Any:
+        """The file's schema once the first rows fixed it (None before)."""
+        return self._schema
+
+    def fix_schema(self, schema: Any) -> None:
+        """Take this schema as the first rows would have fixed it (before any row is written)."""
+        from cdc.formats.parquet.threads import ThreadedParquetWriter
+
+        assert self._schema is None and not self._buffer
+        self._columns = ColumnSet(schema.names)
+        self._schema = schema
+        self._writer = ThreadedParquetWriter(self._stream, schema)
+
+    def write_table(self, table: Any) -> None:
+        """Rows that are an Arrow table of the fixed schema already, after the rows buffered."""
+        if self._buffer:
+            self._flush()
+        for batch in table.to_batches():
+            self._writer.write_batch(batch)
+        self._written += len(table)
+
     def _flush(self) -> None:
         import pyarrow as pa
 
