@@ -278,7 +278,7 @@ class BatchWriter:
         if self._fmt == "parquet":
             from cdc.formats.parquet.threads import ThreadedParquetWriter
 
-            return ThreadedParquetWriter(self._stream, schema)
+            return ThreadedParquetWriter(self._stream, schema, dictionary="auto")
         from cdc.formats.delimited import ArrowCsvWriter
 
         return ArrowCsvWriter(self._stream, schema, "\t" if self._fmt == "tsv" else ",")

@@ -62,10 +62,10 @@ def input_schema(job: Job) -> Any:
     schema = None
     for path, fmt in zip(job.inputs, job.formats, strict=True):
         if fmt == "parquet":
-            import pyarrow.parquet as pq
+            from cdc.formats.parquet.io import read_schema
 
             try:
-                found = pq.read_schema(path)
+                found = read_schema(path)
             except Exception:  # noqa: BLE001 - a bad file: the row path names the error
                 return None
             found = found.remove_metadata()
