@@ -312,6 +312,14 @@ def test_decode_stats_count_every_chunk(tmp_path: Path) -> None:
     assert {err.splitlines()[-1] for _, _, err in said} == {"cdc: debezium-decode: read 20000, wrote 20000 (+I 20000)"}
 
 
+def test_a_repeated_member_name_keeps_the_last_value_at_any_depth(tmp_path: Path) -> None:
+    # Flink's Jackson keeps the last of repeated names; so does every path here.
+    log = tmp_path / "log.jsonl"
+    log.write_text('{"op":"+I","id":1,"v":{"x":1,"x":2},"w":[{"a":1,"a":3}]}\n')
+    said = _on_every_path(["to-changelog", log])
+    assert {out for _, out, _ in said} == {'{"op":"INSERT","id":1,"v":{"x":2},"w":[{"a":3}]}\n'}
+
+
 # -- JSON lines → Parquet (lines-arrow) and the stateful commands on Arrow (arrow-state) -------
 
 json_cells = st.one_of(

@@ -1,4 +1,4 @@
-/* cdc.formats._kernel: the JSON-lines conversions that move one column, line by line in C.
+/* cdc.formats.engine.native._kernel: the JSON-lines conversions that move one column, line by line in C.
  *
  * Each line is validated as strict JSON (RFC 8259 grammar, strict UTF-8, paired surrogate
  * escapes) while it is walked. A line this code is not sure of — invalid or merely unusual: a
@@ -11,10 +11,18 @@
  * Both entry points take (chunk, start, ...) and return
  *     (output bytes, next position, lines done, counts per kind, rows dropped)
  * stopping before the first declined line (next position < len(chunk)) or at the end.
+ *
+ * A trust boundary: the chunks are untrusted bytes, and every argument (tuples, the packed buffer
+ * of apply_changes) crosses from Python, where any caller can forge it. So every type is checked
+ * before use, every length, index and position is bounded before it is used to address memory,
+ * every allocation and C-API result is checked, and no input can pick a slow path: member names
+ * are indexed with a keyed hash (SipHash-1-3, a random key per process) and a bounded fallback.
+ * scripts/kernel-sanitize.sh and scripts/kernel-fuzz.py hold it to that.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef const unsigned char *ptr;
@@ -22,6 +30,107 @@ typedef const unsigned char *ptr;
 #define MAX_DEPTH 64
 #define MAX_MEMBERS 512
 #define MAX_FLOAT_CHARS 64
+/* The longest key (the key columns' values as written, joined by ',') the keyed table takes; a
+ * line with a longer key is declined (the general way has no limit). Keys are counted in 32 bits. */
+#define MAX_KEY_BYTES ((Py_ssize_t)1 << 20)
+
+#define UNUSED(x) (void)(x)
+
+/* The chunk of an entry point and where to start in it: 0 <= start <= len(chunk). */
+static int check_start(Py_ssize_t start, const Py_buffer *chunk) {
+    if (start < 0 || start > chunk->len) {
+        PyErr_Format(PyExc_ValueError, "start %zd is outside the chunk (0 to %zd)", start, chunk->len);
+        return -1;
+    }
+    return 0;
+}
+
+/* A small int of a tuple: an int (no __index__: no Python code runs), lo <= value <= hi. */
+static int small_int(PyObject *o, long lo, long hi, long *out) {
+    int overflow = 0;
+    if (!PyLong_Check(o)) return 0;
+    long v = PyLong_AsLongAndOverflow(o, &overflow);
+    if (overflow || v < lo || v > hi) return 0;
+    *out = v;
+    return 1;
+}
+
+/* ---------------------------------------------------------------- keyed hash ---------- */
+
+/* SipHash-1-3 (as CPython hashes str and bytes) under a key drawn from os.urandom when the module
+ * is loaded: an input cannot be crafted to collide. Words are read in the machine's byte order:
+ * the hash is only compared within this process. */
+static uint64_t hash_key[2];
+
+#define ROTL(x, b) (uint64_t)(((x) << (b)) | ((x) >> (64 - (b))))
+#define SIPROUND                                                                                                       \
+    do {                                                                                                               \
+        v0 += v1, v1 = ROTL(v1, 13), v1 ^= v0, v0 = ROTL(v0, 32);                                                      \
+        v2 += v3, v3 = ROTL(v3, 16), v3 ^= v2;                                                                         \
+        v0 += v3, v3 = ROTL(v3, 21), v3 ^= v0;                                                                         \
+        v2 += v1, v1 = ROTL(v1, 17), v1 ^= v2, v2 = ROTL(v2, 32);                                                      \
+    } while (0)
+
+/* The last 0 to 7 bytes as one word, little-endian (a memcpy of a variable length is a call). */
+static uint64_t tail_bytes(const unsigned char *p, size_t len) {
+    uint64_t t = 0;
+    switch (len) {
+    case 7: t |= (uint64_t)p[6] << 48; /* fall through */
+    case 6: t |= (uint64_t)p[5] << 40; /* fall through */
+    case 5: t |= (uint64_t)p[4] << 32; /* fall through */
+    case 4: t |= (uint64_t)p[3] << 24; /* fall through */
+    case 3: t |= (uint64_t)p[2] << 16; /* fall through */
+    case 2: t |= (uint64_t)p[1] << 8; /* fall through */
+    case 1: t |= (uint64_t)p[0]; /* fall through */
+    default: break;
+    }
+    return t;
+}
+
+static uint64_t siphash13(const void *data, size_t len) {
+    uint64_t v0 = hash_key[0] ^ 0x736f6d6570736575ULL, v1 = hash_key[1] ^ 0x646f72616e646f6dULL;
+    uint64_t v2 = hash_key[0] ^ 0x6c7967656e657261ULL, v3 = hash_key[1] ^ 0x7465646279746573ULL;
+    const unsigned char *p = data;
+    uint64_t last = (uint64_t)len << 56, m;
+    for (; len >= 8; p += 8, len -= 8) {
+        memcpy(&m, p, 8);
+        v3 ^= m;
+        SIPROUND;
+        v0 ^= m;
+    }
+    last |= tail_bytes(p, len);
+    v3 ^= last;
+    SIPROUND;
+    v0 ^= last;
+    v2 ^= 0xff;
+    SIPROUND;
+    SIPROUND;
+    SIPROUND;
+    return v0 ^ v1 ^ v2 ^ v3;
+}
+
+/* Member names are hashed often (each object of more than a few members) and are short: a
+ * seeded multiply-fold hash (wyhash's step), several times faster than SipHash there. It need not
+ * be a PRF: where probing takes too long, the name index sorts instead (NameIndex). */
+static uint64_t fold(uint64_t a, uint64_t b) {
+#if defined(__SIZEOF_INT128__)
+    __uint128_t r = (__uint128_t)a * b;
+    return (uint64_t)r ^ (uint64_t)(r >> 64);
+#else
+    uint64_t r = a * (b | 1);
+    return r ^ (r >> 29) ^ (b >> 31);
+#endif
+}
+
+static uint64_t name_hash(const void *data, size_t len) {
+    const unsigned char *p = data;
+    uint64_t h = hash_key[0] ^ len, w;
+    for (; len >= 8; p += 8, len -= 8) {
+        memcpy(&w, p, 8);
+        h = fold(h ^ w, hash_key[1] ^ 0x9e3779b97f4a7c15ULL);
+    }
+    return fold(h ^ tail_bytes(p, len), hash_key[1] ^ 0xe7037ed1a0b428dbULL);
+}
 
 /* ---------------------------------------------------------------- output buffer -------- */
 
@@ -32,9 +141,10 @@ typedef struct {
 
 /* Appends without touching Python state (safe without the GIL); -1 when out of memory. */
 static int out_put_raw(Out *o, const void *src, Py_ssize_t n) {
-    if (o->len + n > o->cap) {
-        Py_ssize_t cap = o->cap ? o->cap : 1 << 16;
-        while (cap < o->len + n) cap *= 2;
+    if (n >= o->cap - o->len) { /* >=: an empty buffer gets its memory even for 0 bytes (no memcpy to NULL) */
+        if (n > PY_SSIZE_T_MAX - o->len) return -1;
+        Py_ssize_t need = o->len + n, cap = o->cap ? o->cap : 1 << 16;
+        while (cap < need) cap = cap > PY_SSIZE_T_MAX / 2 ? need : cap * 2;
         char *grown = PyMem_RawRealloc(o->buf, (size_t)cap);
         if (!grown) return -1;
         o->buf = grown;
@@ -169,22 +279,79 @@ static ptr scan_number(ptr p, ptr end) {
 
 static ptr skip_value(ptr p, ptr end, int depth);
 
+/* A member name of a nested object, as written (quotes included). */
+typedef struct {
+    ptr name;
+    size_t length;
+} Span;
+
+/* Names compared in pairs as they come; past this many they are sorted once the object ends. */
+#define NESTED_NAMES 16
+
+static int span_order(const void *a, const void *b) {
+    const Span *x = (const Span *)a, *y = (const Span *)b;
+    size_t shorter = x->length < y->length ? x->length : y->length;
+    int c = memcmp(x->name, y->name, shorter);
+    if (c != 0) return c;
+    return (x->length > y->length) - (x->length < y->length);
+}
+
+/* Whether sorted names hold one twice. */
+static int spans_repeat(Span *spans, size_t n) {
+    qsort(spans, n, sizeof(Span), span_order);
+    for (size_t i = 1; i < n; i++)
+        if (spans[i].length == spans[i - 1].length && memcmp(spans[i].name, spans[i - 1].name, spans[i].length) == 0)
+            return 1;
+    return 0;
+}
+
+/* A repeated name keeps its last value (Jackson's rule, and the general way's); the kernel copies
+ * a nested object as it stands, so one that repeats a name -- or whose names it cannot compare as
+ * bytes, escaped ones -- is declined (NULL), and the general way writes it. Runs without the GIL:
+ * plain malloc for objects with many names, freed on every way out. */
 static ptr skip_object(ptr p, ptr end, int depth) {
     if (depth > MAX_DEPTH) return NULL;
     p = ws(p + 1, end);
     if (p < end && *p == '}') return p + 1;
+    Span local[NESTED_NAMES];
+    Span *spans = local;
+    size_t n = 0, room = NESTED_NAMES;
+    ptr result = NULL;
     for (;;) {
         int esc = 0;
-        if (p >= end || *p != '"' || !(p = scan_string(p, end, &esc))) return NULL;
+        ptr name = p;
+        if (p >= end || *p != '"' || !(p = scan_string(p, end, &esc)) || esc) goto done;
+        size_t length = (size_t)(p - name);
+        if (n < NESTED_NAMES) {
+            for (size_t i = 0; i < n; i++)
+                if (spans[i].length == length && memcmp(spans[i].name, name, length) == 0) goto done;
+        } else if (n == room) {
+            if (room > (size_t)PY_SSIZE_T_MAX / (2 * sizeof(Span))) goto done;
+            Span *grown = malloc(2 * room * sizeof(Span));
+            if (grown == NULL) goto done; /* declined: the general way has the memory it needs */
+            memcpy(grown, spans, n * sizeof(Span));
+            if (spans != local) free(spans);
+            spans = grown;
+            room *= 2;
+        }
+        spans[n].name = name;
+        spans[n].length = length;
+        n++;
         p = ws(p, end);
-        if (p >= end || *p != ':') return NULL;
-        if (!(p = skip_value(ws(p + 1, end), end, depth))) return NULL;
+        if (p >= end || *p != ':') goto done;
+        if (!(p = skip_value(ws(p + 1, end), end, depth))) goto done;
         p = ws(p, end);
-        if (p >= end) return NULL;
-        if (*p == '}') return p + 1;
-        if (*p != ',') return NULL;
+        if (p >= end) goto done;
+        if (*p == '}') {
+            if (n <= NESTED_NAMES || !spans_repeat(spans, n)) result = p + 1;
+            goto done;
+        }
+        if (*p != ',') goto done;
         p = ws(p + 1, end);
     }
+done:
+    if (spans != local) free(spans);
+    return result;
 }
 
 static ptr skip_array(ptr p, ptr end, int depth) {
@@ -322,31 +489,115 @@ static int line_object(ptr p, ptr end, Members *ms) {
     return ws(p, end) == end;
 }
 
-/* orjson keeps the last of repeated keys; such a row goes the general way. */
+/* ---------------------------------------------------------------- member names -------- */
+
+/* Two names (with their quotes) are the same: short ones compared in a loop (a memcmp call was a
+ * sixth of the time spent parsing a changelog line), long ones with memcmp. */
+static int same_name(const Member *a, const Member *b) {
+    Py_ssize_t n = a->key_end - a->key;
+    if (b->key_end - b->key != n) return 0;
+    if (n > 16) return !memcmp(a->key, b->key, (size_t)n);
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (a->key[i] != b->key[i]) return 0;
+    return 1;
+}
+
+/* A total order of names (length, then bytes) for the sorted fallback. */
+static int name_order(const void *x, const void *y) {
+    const Member *a = *(const Member *const *)x, *b = *(const Member *const *)y;
+    Py_ssize_t na = a->key_end - a->key, nb = b->key_end - b->key;
+    if (na != nb) return na < nb ? -1 : 1;
+    return memcmp(a->key, b->key, (size_t)na);
+}
+
+#define NAME_SLOTS 2048 /* a power of two >= 4 * MAX_MEMBERS: the index is at most a quarter full */
+
+/* The probes allowed per name beyond the first (then the index is sorted instead); -1: the
+ * default. Set only by _set_probe_budget, for tests. */
+static Py_ssize_t probe_budget_override = -1;
+
+/* An index of an object's member names: open addressing on the keyed hash while probing stays
+ * short; past a budget of probes (an input cannot make that happen without the key, but nothing
+ * may rest on that), the names sorted, so finding one is O(log n) compares whatever the names. */
+typedef struct {
+    const Members *ms;
+    Py_ssize_t mask, probes, budget;
+    int sorted;
+    int16_t slot[NAME_SLOTS]; /* member index + 1; 0: empty */
+    const Member *by_name[MAX_MEMBERS];
+} NameIndex;
+
+/* The index sorted; 1 if a name is repeated. */
+static int index_sort(NameIndex *ix) {
+    const Members *ms = ix->ms;
+    ix->sorted = 1;
+    for (int i = 0; i < ms->n; i++) ix->by_name[i] = &ms->m[i];
+    qsort(ix->by_name, (size_t)ms->n, sizeof(ix->by_name[0]), name_order);
+    for (int i = 1; i < ms->n; i++)
+        if (same_name(ix->by_name[i - 1], ix->by_name[i])) return 1;
+    return 0;
+}
+
+/* Index the names of ms; 1 if a name is repeated, else 0. */
+static int index_names(NameIndex *ix, const Members *ms) {
+    Py_ssize_t slots = 64;
+    while (slots < 4 * (Py_ssize_t)ms->n) slots *= 2;
+    ix->ms = ms;
+    ix->mask = slots - 1;
+    ix->sorted = 0;
+    ix->probes = 0;
+    ix->budget = probe_budget_override >= 0 ? probe_budget_override : 2 * (Py_ssize_t)ms->n + 32;
+    memset(ix->slot, 0, (size_t)slots * sizeof(ix->slot[0]));
+    for (int i = 0; i < ms->n; i++) {
+        const Member *m = &ms->m[i];
+        for (Py_ssize_t k = (Py_ssize_t)(name_hash(m->key, (size_t)(m->key_end - m->key)) & (uint64_t)ix->mask);;
+             k = (k + 1) & ix->mask) {
+            if (!ix->slot[k]) {
+                ix->slot[k] = (int16_t)(i + 1);
+                break;
+            }
+            if (++ix->probes > ix->budget) return index_sort(ix);
+            if (same_name(m, &ms->m[ix->slot[k] - 1])) return 1;
+        }
+    }
+    return 0;
+}
+
+/* Whether the index holds a member named as `name` (distinct names indexed). */
+static int index_has(NameIndex *ix, const Member *name) {
+    if (!ix->sorted) {
+        for (Py_ssize_t k = (Py_ssize_t)(name_hash(name->key, (size_t)(name->key_end - name->key)) & (uint64_t)ix->mask);;
+             k = (k + 1) & ix->mask) {
+            if (!ix->slot[k]) return 0;
+            if (same_name(name, &ix->ms->m[ix->slot[k] - 1])) return 1;
+            if (++ix->probes > ix->budget) break;
+        }
+        ix->budget = PY_SSIZE_T_MAX; /* the lookups took too many probes: sorted from here on */
+        index_sort(ix);
+    }
+    const Member *const *found =
+        bsearch(&name, ix->by_name, (size_t)ix->ms->n, sizeof(ix->by_name[0]), name_order);
+    return found != NULL;
+}
+
+/* Whether names repeat, found with an index (out of line: its frame is large). */
+static Py_NO_INLINE int has_repeated_names_indexed(const Members *ms) {
+    NameIndex ix;
+    return index_names(&ix, ms);
+}
+
+/* orjson keeps the last of repeated keys; such a row goes the general way. Up to 8 names are
+ * compared pair by pair (fastest for the usual row: at most 3.5 comparisons per name, whatever
+ * the names); more are indexed, so the time stays linear in the names' bytes. */
 static int has_repeated_keys(const Members *ms) {
-    if (ms->n <= 32) {
+    if (ms->n <= 8) {
         for (int i = 1; i < ms->n; i++)
             for (int j = 0; j < i; j++)
                 if (span_is(ms->m[i].key, ms->m[i].key_end, (const char *)ms->m[j].key, ms->m[j].key_end - ms->m[j].key))
                     return 1;
         return 0;
     }
-    short slot[2048]; /* open addressing over member indexes + 1; MAX_MEMBERS < 2048 / 2 */
-    memset(slot, 0, sizeof(slot));
-    for (int i = 0; i < ms->n; i++) {
-        const Member *m = &ms->m[i];
-        unsigned h = 2166136261u;
-        for (ptr c = m->key; c < m->key_end; c++) h = (h ^ *c) * 16777619u;
-        for (unsigned k = h & 2047;; k = (k + 1) & 2047) {
-            if (!slot[k]) {
-                slot[k] = (short)(i + 1);
-                break;
-            }
-            const Member *o = &ms->m[slot[k] - 1];
-            if (span_is(m->key, m->key_end, (const char *)o->key, o->key_end - o->key)) return 1;
-        }
-    }
-    return 0;
+    return has_repeated_names_indexed(ms);
 }
 
 static int any_key_escaped(const Members *ms) {
@@ -366,18 +617,13 @@ static int find_key(const Members *ms, const char *key, Py_ssize_t n) {
     return found;
 }
 
-static PyObject *result(Out *o, Py_ssize_t pos, Py_ssize_t lines, const Py_ssize_t *counts, int n_counts,
-                        Py_ssize_t dropped) {
+/* (output, position, lines, counts per kind, dropped); frees the output buffer. */
+static PyObject *result(Out *o, Py_ssize_t pos, Py_ssize_t lines, const Py_ssize_t counts[4], Py_ssize_t dropped) {
     PyObject *data = PyBytes_FromStringAndSize(o->buf ? o->buf : "", o->len);
     PyMem_RawFree(o->buf);
+    o->buf = NULL;
     if (!data) return NULL;
-    PyObject *kinds = PyTuple_New(n_counts);
-    if (!kinds) {
-        Py_DECREF(data);
-        return NULL;
-    }
-    for (int i = 0; i < n_counts; i++) PyTuple_SET_ITEM(kinds, i, PyLong_FromSsize_t(counts[i]));
-    return Py_BuildValue("(NnnNn)", data, pos, lines, kinds, dropped);
+    return Py_BuildValue("(Nnn(nnnn)n)", data, pos, lines, counts[0], counts[1], counts[2], counts[3], dropped);
 }
 
 /* ---------------------------------------------------------------- one column ---------- */
@@ -389,46 +635,48 @@ static PyObject *result(Out *o, Py_ssize_t pos, Py_ssize_t lines, const Py_ssize
  *   codes: tuple of (code as JSON string, kind index, first member or None when dropped)
  * counts are per kind index. */
 static PyObject *columns(PyObject *self, PyObject *args) {
+    UNUSED(self);
     Py_buffer chunk, column, name;
     Py_ssize_t start;
     PyObject *codes;
     if (!PyArg_ParseTuple(args, "y*ny*y*O!", &chunk, &start, &column, &name, &PyTuple_Type, &codes)) return NULL;
     Py_ssize_t n_codes = PyTuple_GET_SIZE(codes);
     const char *code_text[MAX_CODES], *member[MAX_CODES];
-    Py_ssize_t code_len[MAX_CODES], member_len[MAX_CODES], counts[MAX_CODES] = {0};
+    Py_ssize_t code_len[MAX_CODES], member_len[MAX_CODES], counts[4] = {0};
     long kind[MAX_CODES];
     PyObject *result_obj = NULL;
+    Members *ms = NULL;
     Out o = {0};
+    if (check_start(start, &chunk) < 0) goto done;
     if (n_codes > MAX_CODES) {
         PyErr_SetString(PyExc_ValueError, "too many codes");
         goto done;
     }
+    /* Every entry is checked before anything of it is read: (bytes, int 0..3, bytes or None).
+     * The pointers stay valid: codes (a tuple of tuples) holds its bytes for the whole call. */
     for (Py_ssize_t i = 0; i < n_codes; i++) {
-        PyObject *entry = PyTuple_GET_ITEM(codes, i), *m;
-        if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) != 3 || !PyBytes_Check(PyTuple_GET_ITEM(entry, 0))) {
+        PyObject *entry = PyTuple_GET_ITEM(codes, i), *code, *m;
+        if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) != 3 || !PyBytes_Check(code = PyTuple_GET_ITEM(entry, 0)) ||
+            !PyLong_Check(PyTuple_GET_ITEM(entry, 1)) || ((m = PyTuple_GET_ITEM(entry, 2)) != Py_None && !PyBytes_Check(m))) {
             PyErr_SetString(PyExc_TypeError, "codes: (bytes, int, bytes | None) expected");
             goto done;
         }
-        code_text[i] = PyBytes_AS_STRING(PyTuple_GET_ITEM(entry, 0));
-        code_len[i] = PyBytes_GET_SIZE(PyTuple_GET_ITEM(entry, 0));
-        kind[i] = PyLong_AsLong(PyTuple_GET_ITEM(entry, 1));
-        if (kind[i] < 0 || kind[i] >= 4) {
-            if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "kind index out of range");
+        if (!small_int(PyTuple_GET_ITEM(entry, 1), 0, 3, &kind[i])) {
+            PyErr_SetString(PyExc_ValueError, "codes: kind index out of range (0 to 3)");
             goto done;
         }
-        m = PyTuple_GET_ITEM(entry, 2);
-        member[i] = m == Py_None ? NULL : PyBytes_AsString(m);
+        code_text[i] = PyBytes_AS_STRING(code);
+        code_len[i] = PyBytes_GET_SIZE(code);
+        member[i] = m == Py_None ? NULL : PyBytes_AS_STRING(m);
         member_len[i] = m == Py_None ? 0 : PyBytes_GET_SIZE(m);
-        if (m != Py_None && !member[i]) goto done;
+    }
+    if (!(ms = PyMem_Malloc(sizeof(Members)))) {
+        PyErr_NoMemory();
+        goto done;
     }
     {
-        ptr base = chunk.buf, end = base + chunk.len, p = base + (start < 0 ? 0 : start);
+        ptr base = chunk.buf, end = base + chunk.len, p = base + start;
         Py_ssize_t lines = 0, dropped = 0;
-        Members *ms = PyMem_Malloc(sizeof(Members));
-        if (!ms) {
-            PyErr_NoMemory();
-            goto done;
-        }
         while (p < end) {
             ptr nl = memchr(p, '\n', (size_t)(end - p));
             ptr line_end = nl ? nl : end;
@@ -455,12 +703,10 @@ static PyObject *columns(PyObject *self, PyObject *args) {
             lines++;
             p = nl ? nl + 1 : end;
         }
-        PyMem_Free(ms);
-        if (PyErr_Occurred()) goto done;
-        result_obj = result(&o, p - base, lines, counts, 4, dropped);
-        o.buf = NULL;
+        if (!PyErr_Occurred()) result_obj = result(&o, p - base, lines, counts, dropped);
     }
 done:
+    PyMem_Free(ms);
     PyMem_RawFree(o.buf);
     PyBuffer_Release(&chunk);
     PyBuffer_Release(&column);
@@ -487,16 +733,18 @@ static int plain_image(const Members *ms, const char *kind_key, Py_ssize_t kind_
     return 1;
 }
 
-/* Every key of `after` is a key of `before` (a complete before image). */
+/* Every key of `after` is a key of `before` (a complete before image); both hold distinct names.
+ * In the same column order each is found at once; otherwise before's names are indexed. */
 static int covers(const Members *before, const Members *after) {
+    NameIndex ix;
+    int indexed = 0;
     for (int i = 0; i < after->n; i++) {
-        const Member *a = &after->m[i];
-        int found = 0;
-        for (int j = 0; j < before->n && !found; j++) {
-            int k = (i + j) % before->n; /* same column order: found at once */
-            found = span_is(before->m[k].key, before->m[k].key_end, (const char *)a->key, a->key_end - a->key);
+        if (i < before->n && same_name(&before->m[i], &after->m[i])) continue;
+        if (!indexed) {
+            if (index_names(&ix, before)) return 0; /* repeated names: not a plain image (checked before) */
+            indexed = 1;
         }
-        if (!found) return 0;
+        if (!index_has(&ix, &after->m[i])) return 0;
     }
     return 1;
 }
@@ -509,6 +757,7 @@ static int covers(const Members *before, const Members *after) {
  * of an envelope's schema not known yet when the call stopped there (else None), for Python to
  * decide whether it is plain. */
 static PyObject *debezium(PyObject *self, PyObject *args) {
+    UNUSED(self);
     Py_buffer chunk, kind_key;
     Py_ssize_t start;
     const char *first[4];
@@ -520,13 +769,18 @@ static PyObject *debezium(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "y*ny*O!pO!", &chunk, &start, &kind_key, &PyTuple_Type, &firsts, &envelopes,
                           &PySet_Type, &plain_schemas))
         return NULL;
+    if (check_start(start, &chunk) < 0) goto done;
     if (PyTuple_GET_SIZE(firsts) != 4) {
         PyErr_SetString(PyExc_ValueError, "four first members expected");
         goto done;
     }
     for (int i = 0; i < 4; i++) {
         PyObject *m = PyTuple_GET_ITEM(firsts, i);
-        if (!(first[i] = PyBytes_AsString(m))) goto done;
+        if (!PyBytes_Check(m)) {
+            PyErr_SetString(PyExc_TypeError, "first members: bytes expected");
+            goto done;
+        }
+        first[i] = PyBytes_AS_STRING(m);
         first_len[i] = PyBytes_GET_SIZE(m);
     }
     event = PyMem_Malloc(sizeof(Members));
@@ -538,7 +792,7 @@ static PyObject *debezium(PyObject *self, PyObject *args) {
         goto done;
     }
     {
-        ptr base = chunk.buf, end = base + chunk.len, p = base + (start < 0 ? 0 : start);
+        ptr base = chunk.buf, end = base + chunk.len, p = base + start;
         Py_ssize_t lines = 0, counts[4] = {0};
         while (p < end) {
             ptr nl = memchr(p, '\n', (size_t)(end - p));
@@ -553,6 +807,9 @@ static PyObject *debezium(PyObject *self, PyObject *args) {
                 if (*pl->val != '{') break; /* a null payload is a tombstone */
                 const Member *sc = at_schema >= 0 ? &event->m[at_schema] : NULL;
                 if (sc && !span_is(sc->val, sc->val_end, "null", 4)) {
+                    /* PySet_Contains may run Python code (__eq__ of a member of a set subclass
+                     * or of another type): nothing below relies on state it could change
+                     * (the chunk is held as a buffer; a bytearray cannot be resized meanwhile). */
                     PyObject *text = PyBytes_FromStringAndSize((const char *)sc->val, sc->val_end - sc->val);
                     int known = text ? PySet_Contains(plain_schemas, text) : -1;
                     if (known <= 0) {
@@ -602,16 +859,10 @@ static PyObject *debezium(PyObject *self, PyObject *args) {
             p = nl ? nl + 1 : end;
         }
         if (PyErr_Occurred()) goto done;
-        PyObject *out = result(&o, p - base, lines, counts, 4, 0);
-        o.buf = NULL;
-        if (out) { /* (output, position, lines, counts, dropped) + (schema,) */
-            PyObject *tail = PyTuple_Pack(1, unknown ? unknown : Py_None);
-            if (tail) {
-                result_obj = PySequence_Concat(out, tail);
-                Py_DECREF(tail);
-            }
-            Py_DECREF(out);
-        }
+        PyObject *data = PyBytes_FromStringAndSize(o.buf ? o.buf : "", o.len);
+        if (data) /* (output, position, lines, counts, dropped, schema) */
+            result_obj = Py_BuildValue("(Nnn(nnnn)iO)", data, p - base, lines, counts[0], counts[1], counts[2],
+                                       counts[3], 0, unknown ? unknown : Py_None);
     }
 done:
     Py_XDECREF(unknown);
@@ -655,29 +906,36 @@ typedef struct {
     int n_keys;
 } ChangeSpec;
 
-/* (kind_key, spellings, key_keys) → a ChangeSpec pointing into those bytes (kept alive by the caller). */
+/* (kind_key, spellings, key_keys) → a ChangeSpec pointing into those bytes (kept alive by the caller:
+ * tuples hold their items). Every item is checked before anything of it is read. */
 static int change_spec(ChangeSpec *cs, Py_buffer *kind_key, PyObject *spellings, PyObject *key_keys) {
-    cs->kind_key = kind_key->buf;
-    cs->kind_len = kind_key->len;
-    cs->n_spellings = (int)PyTuple_GET_SIZE(spellings);
-    cs->n_keys = (int)PyTuple_GET_SIZE(key_keys);
-    if (cs->n_spellings > MAX_SPELLINGS || cs->n_keys < 1 || cs->n_keys > MAX_KEYS) {
-        PyErr_SetString(PyExc_ValueError, "too many spellings or key columns");
+    Py_ssize_t n_spellings = PyTuple_GET_SIZE(spellings), n_keys = PyTuple_GET_SIZE(key_keys);
+    if (n_spellings > MAX_SPELLINGS) {
+        PyErr_SetString(PyExc_ValueError, "spellings: at most 16");
         return -1;
     }
+    if (n_keys < 1 || n_keys > MAX_KEYS) {
+        PyErr_SetString(PyExc_ValueError, "key columns: 1 to 16 expected");
+        return -1;
+    }
+    cs->kind_key = kind_key->buf;
+    cs->kind_len = kind_key->len;
+    cs->n_spellings = (int)n_spellings;
+    cs->n_keys = (int)n_keys;
     for (int i = 0; i < cs->n_spellings; i++) {
         PyObject *e = PyTuple_GET_ITEM(spellings, i);
-        if (!PyTuple_Check(e) || PyTuple_GET_SIZE(e) != 2 || !PyBytes_Check(PyTuple_GET_ITEM(e, 0))) {
+        long kind;
+        if (!PyTuple_Check(e) || PyTuple_GET_SIZE(e) != 2 || !PyBytes_Check(PyTuple_GET_ITEM(e, 0)) ||
+            !PyLong_Check(PyTuple_GET_ITEM(e, 1))) {
             PyErr_SetString(PyExc_TypeError, "spellings: (bytes, int) expected");
+            return -1;
+        }
+        if (!small_int(PyTuple_GET_ITEM(e, 1), 0, 3, &kind)) {
+            PyErr_SetString(PyExc_ValueError, "spellings: kind index out of range (0 to 3)");
             return -1;
         }
         cs->spelling[i] = PyBytes_AS_STRING(PyTuple_GET_ITEM(e, 0));
         cs->spelling_len[i] = PyBytes_GET_SIZE(PyTuple_GET_ITEM(e, 0));
-        long kind = PyLong_AsLong(PyTuple_GET_ITEM(e, 1));
-        if (kind < 0 || kind > 3) {
-            if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "kind index out of range");
-            return -1;
-        }
         cs->spelling_kind[i] = (int)kind;
     }
     for (int i = 0; i < cs->n_keys; i++) {
@@ -692,11 +950,10 @@ static int change_spec(ChangeSpec *cs, Py_buffer *kind_key, PyObject *spellings,
     return 0;
 }
 
-/* One line → its kind (0..3), key (values joined by ',') and row without the kind column, compact.
- * 1: a plain change; 0: declined; -1: out of memory. Touches no Python object (no GIL needed). */
-/* A plain change: ms holds its members, *kind its kind, at[] where its kind and key members
+/* A plain change: ms holds its members, c->kind its kind, c->at_* where its kind and key members
  * are. 0: declined (not an object, an escaped or repeated key, an unknown kind, a key that is
- * not an integer or a plain string). */
+ * not an integer or a plain string, or longer than MAX_KEY_BYTES). Touches no Python object
+ * (no GIL needed). */
 typedef struct {
     int kind, at_kind, at_key[MAX_KEYS];
 } Change;
@@ -710,11 +967,13 @@ static int read_change(ptr p, ptr line_end, const ChangeSpec *cs, Members *ms, C
         if (span_is(ms->m[c->at_kind].val, ms->m[c->at_kind].val_end, cs->spelling[i], cs->spelling_len[i]))
             c->kind = cs->spelling_kind[i];
     if (c->kind < 0) return 0;
+    Py_ssize_t key_len = cs->n_keys - 1; /* the commas */
     for (int i = 0; i < cs->n_keys; i++) {
         c->at_key[i] = find_key(ms, cs->key[i], cs->key_len[i]);
         if (c->at_key[i] < 0 || !plain_key_value(&ms->m[c->at_key[i]])) return 0;
+        key_len += ms->m[c->at_key[i]].val_end - ms->m[c->at_key[i]].val; /* each < the chunk: no overflow */
     }
-    return 1;
+    return key_len <= MAX_KEY_BYTES;
 }
 
 /* The key: its members' values as written, joined by ','. */
@@ -739,6 +998,7 @@ static int put_image(Out *o, const Members *ms, int at_kind) {
         }
         if (!first && out_put_raw(o, ",", 1) < 0) return -1;
         first = 0;
+        /* key_end + 1 and val_end + 1 stay within the line: a value and a '}' follow them */
         if (m->val == m->key_end + 1 && *m->val != '{' && *m->val != '[') { /* "key":value */
             int j = i;
             while (j + 1 < ms->n && j + 1 != at_kind) { /* and ,"key":value right after it */
@@ -786,11 +1046,12 @@ typedef struct {
  * entries are rebuilt, so a key's index slot never moves and the index needs no tombstones. */
 
 #define INLINE_KEY 24
+#define MAX_ENTRIES ((Py_ssize_t)1 << 28) /* the index (4 slots per entry) holds int32 entry numbers */
 
 typedef struct {
     uint64_t hash;
     PyObject *row; /* owned bytes; NULL: deleted */
-    uint32_t key_len;
+    uint32_t key_len; /* <= MAX_KEY_BYTES */
     uint32_t retracted;
     union {
         char bytes[INLINE_KEY];
@@ -810,13 +1071,8 @@ static PyTypeObject TableType;
 
 static const char *entry_key(const Entry *e) { return e->key_len <= INLINE_KEY ? e->key.bytes : e->key.heap; }
 
-static uint64_t key_hash(const char *key, Py_ssize_t len) {
-#if PY_VERSION_HEX >= 0x030E0000
-    return (uint64_t)Py_HashBuffer(key, len); /* keyed SipHash: no crafted collisions */
-#else
-    return (uint64_t)_Py_HashBytes(key, len);
-#endif
-}
+/* The table's hash: the keyed SipHash of this module (CPython's _Py_HashBytes is private API). */
+static uint64_t key_hash(const char *key, Py_ssize_t len) { return siphash13(key, (size_t)len); }
 
 /* The index slot for this key: empty (-1), or holding the entry with this key (live or not). */
 static Py_ssize_t table_slot(const Table *t, const char *key, Py_ssize_t len, uint64_t hash) {
@@ -825,7 +1081,7 @@ static Py_ssize_t table_slot(const Table *t, const char *key, Py_ssize_t len, ui
         int32_t at = t->index[s];
         if (at < 0) return s;
         const Entry *e = &t->entries[at];
-        if (e->hash == hash && e->key_len == (uint32_t)len && !memcmp(entry_key(e), key, (size_t)len)) return s;
+        if (e->hash == hash && e->key_len == (uint64_t)len && !memcmp(entry_key(e), key, (size_t)len)) return s;
         s = (s + 1) & t->mask;
     }
 }
@@ -836,29 +1092,43 @@ static void entry_clear(Entry *e) {
     e->key_len = 0;
 }
 
-/* Room for one more entry: drop deleted entries, or double; the index is rebuilt. */
+/* Room for one more entry: drop deleted entries, or double; the index is rebuilt. Whatever can
+ * fail (the allocations) comes first: on a MemoryError the table is as it was. */
 static int table_make_room(Table *t) {
     if (t->n_entries < t->cap) return 0;
     Py_ssize_t kept = 0;
+    for (Py_ssize_t i = 0; i < t->n_entries; i++) kept += t->entries[i].row != NULL;
+    Py_ssize_t cap = kept * 2 > t->cap ? t->cap * 2 : t->cap;
+    if (cap < 1024) cap = 1024;
+    if (cap != t->cap) {
+        if (cap > MAX_ENTRIES) {
+            PyErr_SetString(PyExc_MemoryError, "table: too many keys");
+            return -1;
+        }
+        int32_t *index = PyMem_RawMalloc((size_t)cap * 4 * sizeof(int32_t));
+        if (!index) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        Entry *grown = PyMem_RawRealloc(t->entries, (size_t)cap * sizeof(Entry));
+        if (!grown) { /* the entries are where they were: the old index still holds */
+            PyMem_RawFree(index);
+            PyErr_NoMemory();
+            return -1;
+        }
+        t->entries = grown; /* same entries, same numbers: the old index still holds */
+        PyMem_RawFree(t->index);
+        t->index = index;
+        t->cap = cap;
+        t->mask = cap * 4 - 1;
+    }
+    /* nothing fails from here on */
+    kept = 0;
     for (Py_ssize_t i = 0; i < t->n_entries; i++) {
         if (t->entries[i].row) t->entries[kept++] = t->entries[i];
         else entry_clear(&t->entries[i]);
     }
     t->n_entries = kept;
-    Py_ssize_t cap = kept * 2 > t->cap ? t->cap * 2 : t->cap;
-    if (cap < 1024) cap = 1024;
-    if (cap != t->cap) {
-        Entry *grown = PyMem_RawRealloc(t->entries, (size_t)cap * sizeof(Entry));
-        int32_t *index = PyMem_RawRealloc(t->index, (size_t)cap * 4 * sizeof(int32_t));
-        if (grown) t->entries = grown;
-        if (index) t->index = index;
-        if (!grown || !index || cap >= ((Py_ssize_t)1 << 29)) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        t->cap = cap;
-        t->mask = cap * 4 - 1;
-    }
     memset(t->index, 0xff, (size_t)(t->mask + 1) * sizeof(int32_t));
     for (Py_ssize_t i = 0; i < t->n_entries; i++) {
         Py_ssize_t s = (Py_ssize_t)(t->entries[i].hash & (uint64_t)t->mask);
@@ -868,10 +1138,18 @@ static int table_make_room(Table *t) {
     return 0;
 }
 
-/* Put a new entry at the end (the key absent or deleted): its slot comes from table_slot. */
+/* Put a new entry at the end (the key absent or deleted), taking the reference to row. Whatever
+ * can fail comes first: on an error the table is unchanged and row still the caller's. */
 static int table_append(Table *t, const char *key, Py_ssize_t len, uint64_t hash, PyObject *row) {
-    if (t->n_entries >= t->cap) {
-        if (table_make_room(t) < 0) return -1;
+    if (len < 0 || len > MAX_KEY_BYTES) {
+        PyErr_SetString(PyExc_ValueError, "table: key too long");
+        return -1;
+    }
+    if (table_make_room(t) < 0) return -1;
+    char *heap = NULL;
+    if (len > INLINE_KEY && !(heap = PyMem_RawMalloc((size_t)len))) {
+        PyErr_NoMemory();
+        return -1;
     }
     Py_ssize_t s = table_slot(t, key, len, hash); /* again: the index may have been rebuilt */
     Entry *e = &t->entries[t->n_entries];
@@ -879,14 +1157,11 @@ static int table_append(Table *t, const char *key, Py_ssize_t len, uint64_t hash
     e->row = row;
     e->retracted = 0;
     e->key_len = (uint32_t)len;
-    if (len <= INLINE_KEY) {
+    if (heap) {
+        memcpy(heap, key, (size_t)len);
+        e->key.heap = heap;
+    } else if (len) {
         memcpy(e->key.bytes, key, (size_t)len);
-    } else if (!(e->key.heap = PyMem_RawMalloc((size_t)len))) {
-        e->key_len = 0;
-        PyErr_NoMemory();
-        return -1;
-    } else {
-        memcpy(e->key.heap, key, (size_t)len);
     }
     if (t->index[s] >= 0) { /* the key's deleted entry: its slot now points here */
         Entry *old = &t->entries[t->index[s]];
@@ -916,6 +1191,10 @@ static int same_row(PyObject *row, const char *image, Py_ssize_t len) {
  * slot. */
 static int apply_change(Table *t, int kind, const char *key, Py_ssize_t key_len, const char *image,
                         Py_ssize_t image_len, Applied *a) {
+    if (kind < 0 || kind > 3) { /* the callers check: never reached */
+        PyErr_SetString(PyExc_SystemError, "kernel: kind index out of range");
+        return -1;
+    }
     uint64_t hash = key_hash(key, key_len);
     Entry *e = table_find(t, key, key_len, hash);
     int stored = e && !e->retracted;
@@ -981,6 +1260,7 @@ static void table_dealloc(Table *t) {
 
 /* texts() -> the rows not retracted, in first-insertion order. */
 static PyObject *table_texts(Table *t, PyObject *unused) {
+    UNUSED(unused);
     PyObject *out = PyList_New(0);
     for (Py_ssize_t i = 0; out && i < t->n_entries; i++) {
         const Entry *e = &t->entries[i];
@@ -989,16 +1269,22 @@ static PyObject *table_texts(Table *t, PyObject *unused) {
     return out;
 }
 
-/* items() -> [(key, row, retracted)] of the live rows, in first-insertion order. */
+/* items() -> [(key, row, retracted)] of the live rows, in first-insertion order. Each entry is
+ * read before anything that could run Python code (a tuple's allocation may start a garbage
+ * collection, whose finalizers could change this table): no pointer into it is kept across. */
 static PyObject *table_items(Table *t, PyObject *unused) {
+    UNUSED(unused);
     PyObject *out = PyList_New(0);
     for (Py_ssize_t i = 0; out && i < t->n_entries; i++) {
         const Entry *e = &t->entries[i];
         if (!e->row) continue;
-        PyObject *item = Py_BuildValue("(y#OO)", entry_key(e), (Py_ssize_t)e->key_len, e->row,
-                                       e->retracted ? Py_True : Py_False);
+        PyObject *row = Py_NewRef(e->row), *flag = e->retracted ? Py_True : Py_False;
+        PyObject *key = PyBytes_FromStringAndSize(entry_key(e), (Py_ssize_t)e->key_len);
+        PyObject *item = key ? PyTuple_Pack(3, key, row, flag) : NULL;
         if (!item || PyList_Append(out, item) < 0) Py_CLEAR(out);
         Py_XDECREF(item);
+        Py_XDECREF(key);
+        Py_DECREF(row);
     }
     return out;
 }
@@ -1014,7 +1300,7 @@ static PyMethodDef table_methods[] = {
 static PySequenceMethods table_as_sequence = {.sq_length = (lenfunc)table_len};
 
 static PyTypeObject TableType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "cdc.formats._kernel.Table",
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "cdc.formats.engine.native._kernel.Table",
     .tp_doc = "An upsert table of row bytes by key bytes, in first-insertion order.",
     .tp_basicsize = sizeof(Table),
     .tp_flags = Py_TPFLAGS_DEFAULT,
@@ -1035,6 +1321,7 @@ static PyObject *applied_tuple(Py_ssize_t position, Py_ssize_t lines, const Appl
  * Parses and applies lines until one is declined (not plain, or a finding).
  * Returns (position, lines, counts per kind, retract messages, upsert messages). */
 static PyObject *keyed(PyObject *self, PyObject *args) {
+    UNUSED(self);
     Py_buffer chunk, kind_key;
     Py_ssize_t start;
     PyObject *spellings, *key_keys, *result_obj = NULL;
@@ -1046,13 +1333,13 @@ static PyObject *keyed(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "y*ny*O!O!O!", &chunk, &start, &kind_key, &PyTuple_Type, &spellings, &PyTuple_Type,
                           &key_keys, &TableType, &table))
         return NULL;
-    if (change_spec(&cs, &kind_key, spellings, key_keys) < 0) goto done;
+    if (check_start(start, &chunk) < 0 || change_spec(&cs, &kind_key, spellings, key_keys) < 0) goto done;
     if (!(ms = PyMem_RawMalloc(sizeof(Members)))) {
         PyErr_NoMemory();
         goto done;
     }
     {
-        ptr base = chunk.buf, end = base + chunk.len, p = base + (start < 0 ? 0 : start);
+        ptr base = chunk.buf, end = base + chunk.len, p = base + start;
         Py_ssize_t lines = 0;
         while (p < end) {
             ptr nl = memchr(p, '\n', (size_t)(end - p));
@@ -1082,8 +1369,12 @@ done:
 /* parse_changes(chunk, start, kind_key, spellings, key_keys) -> (changes, position, lines)
  * The parsing half of keyed, without the GIL (another thread can apply the chunk before):
  * plain lines from start until a declined one, packed as records
- *     [kind u8][line offset u32][key length u32][key][row length u32][row]. */
+ *     [kind u8][line offset u32][key length u32][key][row length u32][row]
+ * in the machine's byte order. The chunk must be read-only (bytes): nothing may change it while
+ * it is read without the GIL. Lengths fit: the chunk is under 2 GiB and a key at most
+ * MAX_KEY_BYTES. */
 static PyObject *parse_changes(PyObject *self, PyObject *args) {
+    UNUSED(self);
     Py_buffer chunk, kind_key;
     Py_ssize_t start, lines = 0, position = 0;
     PyObject *spellings, *key_keys, *result_obj = NULL;
@@ -1094,13 +1385,17 @@ static PyObject *parse_changes(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "y*ny*O!O!", &chunk, &start, &kind_key, &PyTuple_Type, &spellings, &PyTuple_Type,
                           &key_keys))
         return NULL;
+    if (!chunk.readonly) {
+        PyErr_SetString(PyExc_TypeError, "parse_changes: the chunk must be read-only (bytes): it is read without the GIL");
+        goto done;
+    }
     if (chunk.len >= ((Py_ssize_t)1 << 31)) {
         PyErr_SetString(PyExc_ValueError, "chunk too large");
         goto done;
     }
-    if (change_spec(&cs, &kind_key, spellings, key_keys) < 0) goto done;
+    if (check_start(start, &chunk) < 0 || change_spec(&cs, &kind_key, spellings, key_keys) < 0) goto done;
     Py_BEGIN_ALLOW_THREADS;
-    ptr base = chunk.buf, end = base + chunk.len, p = base + (start < 0 ? 0 : start);
+    ptr base = chunk.buf, end = base + chunk.len, p = base + start;
     ms = PyMem_RawMalloc(sizeof(Members));
     failed = !ms;
     while (!failed && p < end) {
@@ -1110,20 +1405,20 @@ static PyObject *parse_changes(PyObject *self, PyObject *args) {
         /* written in place: [kind][offset][key length][key][row length][row], lengths after */
         unsigned char k = (unsigned char)c.kind;
         uint32_t offset = (uint32_t)(p - base), size = 0;
-        Py_ssize_t at_size;
+        Py_ssize_t at_size = 0;
         failed = out_put_raw(&packed, &k, 1) < 0 || out_put_raw(&packed, &offset, 4) < 0;
         if (!failed) {
             at_size = packed.len;
             failed = out_put_raw(&packed, &size, 4) < 0 || put_key(&packed, &cs, ms, &c) < 0;
         }
         if (!failed) {
-            size = (uint32_t)(packed.len - at_size - 4);
+            size = (uint32_t)(packed.len - at_size - 4); /* <= MAX_KEY_BYTES (read_change) */
             memcpy(packed.buf + at_size, &size, 4);
             at_size = packed.len;
             failed = out_put_raw(&packed, &size, 4) < 0 || put_image(&packed, ms, c.at_kind) < 0;
         }
         if (failed) break;
-        size = (uint32_t)(packed.len - at_size - 4);
+        size = (uint32_t)(packed.len - at_size - 4); /* the row: at most the line, under 2 GiB */
         memcpy(packed.buf + at_size, &size, 4);
         lines++;
         p = nl ? nl + 1 : end;
@@ -1146,55 +1441,106 @@ done:
     return result_obj;
 }
 
+/* One record of a packed buffer. */
+typedef struct {
+    int kind;
+    uint32_t offset;
+    const char *key, *row, *next;
+    Py_ssize_t key_len, row_len;
+} Record;
+
+#define RECORD_HEADER 13 /* kind, offset, key length, row length */
+
+/* The record at p: only once the buffer is checked (check_changes). */
+static void take_record(const char *p, Record *r) {
+    uint32_t key_len, row_len;
+    r->kind = (unsigned char)p[0];
+    memcpy(&r->offset, p + 1, 4);
+    memcpy(&key_len, p + 5, 4);
+    r->key = p + 9;
+    r->key_len = key_len;
+    memcpy(&row_len, r->key + key_len, 4);
+    r->row = r->key + key_len + 4;
+    r->row_len = row_len;
+    r->next = r->row + row_len;
+}
+
+/* Whether the packed buffer is whole: each record's kind 0 to 3, its key at most MAX_KEY_BYTES,
+ * its lengths within the buffer, line offsets increasing, nothing after the last record. -1 with
+ * a ValueError naming the first fault. */
+static int check_changes(const char *base, const char *end) {
+    const char *p = base;
+    int64_t last = -1;
+    while (end - p >= RECORD_HEADER) {
+        uint32_t offset, key_len, row_len;
+        memcpy(&offset, p + 1, 4);
+        memcpy(&key_len, p + 5, 4);
+        if ((unsigned char)p[0] > 3 || key_len > MAX_KEY_BYTES || (int64_t)offset <= last ||
+            (Py_ssize_t)key_len > end - p - RECORD_HEADER)
+            break;
+        memcpy(&row_len, p + 9 + key_len, 4);
+        if ((Py_ssize_t)row_len > end - p - RECORD_HEADER - (Py_ssize_t)key_len) break;
+        last = offset;
+        p += RECORD_HEADER + key_len + row_len;
+    }
+    if (p == end) return 0;
+    Py_ssize_t at = p - base;
+    uint32_t offset = 0, key_len = 0;
+    if (end - p >= RECORD_HEADER) {
+        memcpy(&offset, p + 1, 4);
+        memcpy(&key_len, p + 5, 4);
+    }
+    if (end - p < RECORD_HEADER || (key_len <= MAX_KEY_BYTES && (int64_t)offset > last && (unsigned char)p[0] <= 3))
+        PyErr_Format(PyExc_ValueError, "changes: the record at byte %zd is cut short", at);
+    else if ((unsigned char)p[0] > 3)
+        PyErr_Format(PyExc_ValueError, "changes: the record at byte %zd has kind %d (0 to 3 expected)", at,
+                     (int)(unsigned char)p[0]);
+    else if (key_len > MAX_KEY_BYTES)
+        PyErr_Format(PyExc_ValueError, "changes: the record at byte %zd has a key of %lu bytes (at most %zd)", at,
+                     (unsigned long)key_len, MAX_KEY_BYTES);
+    else
+        PyErr_Format(PyExc_ValueError, "changes: the record at byte %zd has line offset %lu, not past %lld", at,
+                     (unsigned long)offset, (long long)last);
+    return -1;
+}
+
 /* apply_changes(changes, table) -> (stop, records, counts per kind, retract, upsert)
  * The applying half: records from parse_changes until one is declined (a finding); stop is
- * that record's line offset in the chunk, or -1 when all were applied. */
+ * that record's line offset in the chunk, or -1 when all were applied. The buffer crosses from
+ * Python: all of it is checked first (check_changes); a ValueError leaves the table as it was. */
 static PyObject *apply_changes(PyObject *self, PyObject *args) {
+    UNUSED(self);
     Py_buffer packed;
     PyObject *result_obj = NULL;
     Table *table;
     Applied a = {{0}, 0, 0};
+    Record r, n;
     if (!PyArg_ParseTuple(args, "y*O!", &packed, &TableType, &table)) return NULL;
+    const char *base = packed.buf, *end = base + packed.len;
+    if (check_changes(base, end) < 0) goto done;
     {
-        const char *p = packed.buf, *end = p + packed.len;
         Py_ssize_t records = 0, stop = -1;
-        while (end - p >= 13) {
-            uint32_t offset, klen, ilen;
-            int kind = (unsigned char)p[0];
-            memcpy(&offset, p + 1, 4);
-            memcpy(&klen, p + 5, 4);
-            if (end - (p + 9) < (Py_ssize_t)klen + 4) break;
-            const char *key = p + 9;
-            memcpy(&ilen, key + klen, 4);
-            const char *image = key + klen + 4;
-            if (end - image < (Py_ssize_t)ilen) break;
-            const char *next = image + ilen;
-            if (kind == 1 && end - next >= 13 && next[0] == 2) { /* -U, then a +U: for the same key? */
-                uint32_t nklen, nilen;
-                memcpy(&nklen, next + 5, 4);
-                const char *nkey = next + 9;
-                if (nklen == klen && end - nkey >= (Py_ssize_t)nklen + 4 && !memcmp(nkey, key, klen)) {
-                    memcpy(&nilen, nkey + nklen, 4);
-                    const char *nimage = nkey + nklen + 4;
-                    if (end - nimage >= (Py_ssize_t)nilen) {
-                        int got = apply_update(table, key, klen, image, ilen, nimage, nilen, &a);
-                        if (got < 0) goto done;
-                        if (got) {
-                            records += 2;
-                            p = nimage + nilen;
-                            continue;
-                        }
+        for (const char *p = base; p < end; p = r.next) {
+            take_record(p, &r);
+            if (r.kind == 1 && r.next < end) { /* -U, then a +U: for the same key? */
+                take_record(r.next, &n);
+                if (n.kind == 2 && n.key_len == r.key_len && !memcmp(n.key, r.key, (size_t)r.key_len)) {
+                    int got = apply_update(table, r.key, r.key_len, r.row, r.row_len, n.row, n.row_len, &a);
+                    if (got < 0) goto done;
+                    if (got) {
+                        records += 2;
+                        r.next = n.next;
+                        continue;
                     }
                 }
             }
-            int got = apply_change(table, kind, key, klen, image, ilen, &a);
+            int got = apply_change(table, r.kind, r.key, r.key_len, r.row, r.row_len, &a);
             if (got < 0) goto done;
             if (!got) {
-                stop = offset;
+                stop = r.offset;
                 break;
             }
             records++;
-            p = next;
         }
         result_obj = applied_tuple(stop, records, &a);
     }
@@ -1206,12 +1552,13 @@ done:
 /* count_lines(chunk) -> the number of "\n" bytes, eight at a time (bytes.count looks at one
  * byte per step: most of the time the reading thread of materialize spent on a chunk). */
 static PyObject *count_lines(PyObject *self, PyObject *arg) {
+    UNUSED(self);
     Py_buffer b;
     if (PyObject_GetBuffer(arg, &b, PyBUF_SIMPLE) < 0) return NULL;
     const unsigned char *p = b.buf;
     Py_ssize_t n = b.len, i = 0, count = 0;
     const uint64_t low7 = 0x7f7f7f7f7f7f7f7fULL, newlines = 0x0a0a0a0a0a0a0a0aULL, ones = 0x0101010101010101ULL;
-    for (; i + 8 <= n; i += 8) {
+    for (; n - i >= 8; i += 8) {
         uint64_t w;
         memcpy(&w, p + i, 8);
         w ^= newlines;                                /* a newline byte is now 0 */
@@ -1223,6 +1570,17 @@ static PyObject *count_lines(PyObject *self, PyObject *arg) {
     return PyLong_FromSsize_t(count);
 }
 
+/* _set_probe_budget(n) -> the previous budget: the probes a name index may take before it is
+ * sorted instead (-1: the default, 2 per name + 32). For tests of the fallback; not thread-safe. */
+static PyObject *set_probe_budget(PyObject *self, PyObject *arg) {
+    UNUSED(self);
+    Py_ssize_t budget = PyLong_AsSsize_t(arg);
+    if (budget == -1 && PyErr_Occurred()) return NULL;
+    Py_ssize_t previous = probe_budget_override;
+    probe_budget_override = budget < 0 ? -1 : budget;
+    return PyLong_FromSsize_t(previous);
+}
+
 static PyMethodDef methods[] = {
     {"count_lines", count_lines, METH_O, "The number of newline bytes in a buffer."},
     {"columns", columns, METH_VARARGS, "Move one column of each JSON line to the front, mapped."},
@@ -1230,14 +1588,36 @@ static PyMethodDef methods[] = {
     {"keyed", keyed, METH_VARARGS, "Apply changelog lines to an upsert table of row bytes."},
     {"parse_changes", parse_changes, METH_VARARGS, "The parsing half of keyed, without the GIL."},
     {"apply_changes", apply_changes, METH_VARARGS, "The applying half of keyed."},
+    {"_set_probe_budget", set_probe_budget, METH_O, "Tests only: the probes allowed before names are sorted."},
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_kernel", NULL, -1, methods};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_kernel", NULL, -1, methods, NULL, NULL, NULL, NULL};
+
+/* The hash key: 16 bytes of os.urandom, drawn once per process. */
+static int seed_hash(void) {
+    PyObject *os = PyImport_ImportModule("os");
+    if (!os) return -1;
+    PyObject *bytes = PyObject_CallMethod(os, "urandom", "i", (int)sizeof(hash_key));
+    Py_DECREF(os);
+    if (!bytes) return -1;
+    int ok = PyBytes_Check(bytes) && PyBytes_GET_SIZE(bytes) == (Py_ssize_t)sizeof(hash_key);
+    if (ok) memcpy(hash_key, PyBytes_AS_STRING(bytes), sizeof(hash_key));
+    else PyErr_SetString(PyExc_SystemError, "os.urandom gave no 16 bytes");
+    Py_DECREF(bytes);
+    return ok ? 0 : -1;
+}
 
 PyMODINIT_FUNC PyInit__kernel(void) {
+    if (seed_hash() < 0) { /* an ImportError: the Python side then runs without the kernel */
+        PyErr_Clear();
+        PyErr_SetString(PyExc_ImportError, "cdc kernel: os.urandom gave no hash key");
+        return NULL;
+    }
     if (PyType_Ready(&TableType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
-    if (m && PyModule_AddObjectRef(m, "Table", (PyObject *)&TableType) < 0) Py_CLEAR(m);
+    if (m && (PyModule_AddObjectRef(m, "Table", (PyObject *)&TableType) < 0 ||
+              PyModule_AddIntConstant(m, "MAX_KEY_BYTES", (long)MAX_KEY_BYTES) < 0))
+        Py_CLEAR(m);
     return m;
 }

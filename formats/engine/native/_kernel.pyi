@@ -1,8 +1,16 @@
-# Type stub of the C kernel (formats/_kernel.c). Each call converts lines from ``start`` until
-# the first line it declines (returned position < len(chunk)) or the end. columns, debezium:
+# Type stub of the C kernel (formats/engine/native/_kernel.c). Each call converts lines from
+# ``start`` until the first line it declines (returned position < len(chunk)) or the end.
+# columns, debezium:
 #     (output, position, lines done, counts per kind (+I, -U, +U, -D), rows dropped)
 # keyed applies the lines to ``table`` instead:
 #     (position, lines done, counts per kind, retract messages, upsert messages)
+#
+# Every argument is checked: a ``start`` outside 0..len(chunk) raises ValueError, a tuple member
+# of the wrong type TypeError, a kind index outside 0..3 ValueError.
+
+# The longest key keyed/parse_changes take: the key columns' values as written, joined by ",".
+# A line with a longer key is declined (it goes the general way); apply_changes refuses one.
+MAX_KEY_BYTES: int
 
 def columns(
     chunk: bytes,
@@ -27,9 +35,17 @@ def keyed(
     key_keys: tuple[bytes, ...],
     table: Table,
 ) -> tuple[int, int, tuple[int, int, int, int], int, int]: ...
+
+# Parses without the GIL: the chunk must be read-only (bytes, or a read-only memoryview), else
+# TypeError. Records, in the machine's byte order:
+#     [kind u8][line offset u32][key length u32][key][row length u32][row]
 def parse_changes(
     chunk: bytes, start: int, kind_key: bytes, spellings: tuple[tuple[bytes, int], ...], key_keys: tuple[bytes, ...]
 ) -> tuple[bytes, int, int]: ...
+
+# The whole buffer is checked before any record is applied (kinds 0..3, keys of at most
+# MAX_KEY_BYTES, lengths within the buffer, line offsets increasing, no trailing bytes): a
+# malformed one raises ValueError and leaves the table as it was.
 def apply_changes(changes: bytes, table: Table) -> tuple[int, int, tuple[int, int, int, int], int, int]: ...
 
 class Table:
@@ -41,3 +57,7 @@ class Table:
     def items(self) -> list[tuple[bytes, bytes, bool]]: ...
 
 def count_lines(chunk: bytes) -> int: ...
+
+# Tests only: how many probes a member-name index may take before it sorts the names instead
+# (-1: the default). Returns the previous budget.
+def _set_probe_budget(budget: int) -> int: ...
