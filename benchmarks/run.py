@@ -181,7 +181,7 @@ def state_cases(data: Path, n: int, tmp: Path) -> list[Case]:
     )
     both("replay --key id --emit upsert", ["replay", "--key", "id", "--emit", "upsert"], WITHOUT_BEFORE, same)
     both("debezium-encode", ["debezium-encode"], ENCODE, {"jsonl": "jsonl", "parquet": "jsonl"})
-    for fmt in ("parquet", "csv"):
+    for fmt in ("parquet",):
         dst = tmp / f"cdc.{fmt}"
         case = Case(
             f"to-changelog JSONL → {fmt.upper()} ({n:,} changes)",

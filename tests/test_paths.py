@@ -364,20 +364,20 @@ def json_tables(draw: st.DrawFn) -> bytes:
 @SETTINGS
 @given(data=json_tables(), skip=st.booleans(), head=st.sampled_from([None, 1, 3]))
 def test_json_lines_to_parquet_agrees_on_every_path(data: bytes, skip: bool, head: int | None) -> None:
-    from cdc.formats.engine import arrow_lines
+    from cdc.formats.parquet import io as parquet_io
 
     spec = ToChangelogSpec({k: k.name for k in DEFAULT_FROM_MAPPING.values()})
-    old = arrow_lines.FIRST_ROWS
+    old = parquet_io.BATCH_ROWS
     with tempfile.TemporaryDirectory() as tmp:
         src, out, rejects = Path(tmp, "in.jsonl"), Path(tmp, "out.parquet"), Path(tmp, "rejects.jsonl")
         src.write_bytes(data)
         on_error = OnError.skip if skip else OnError.fail
         job = Job(spec, (str(src),), output=str(out), on_error=on_error, rejects=str(rejects) if skip else None)
         try:
-            arrow_lines.FIRST_ROWS = head or old  # the schema fixed by fewer rows: more blocks read by pyarrow
+            parquet_io.BATCH_ROWS = head or old  # the schema fixed by fewer rows: more blocks read by pyarrow
             _all_paths_agree(job, out, rejects if skip else None, 2)
         finally:
-            arrow_lines.FIRST_ROWS = old
+            parquet_io.BATCH_ROWS = old
 
 
 @SETTINGS

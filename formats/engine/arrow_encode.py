@@ -24,6 +24,7 @@ from cdc.formats.engine.arrow_rules import AFTER, BEFORE, DELETE, INSERT, KINDS,
 from cdc.formats.engine.job import Job, Result
 
 OPS = ("c", "u", "d")
+SLICE_ROWS = 1 << 17
 
 
 def _pa() -> Any:
@@ -100,14 +101,21 @@ class Encode(ChangeRules):
         return pc.take(pa.array(millis, pa.int64()), index)
 
     def apply(self, table: Any, offset: int, sink: Any) -> bool:
+        """The chunk's events, a slice at a time (the JSON texts of a million rows are a few
+        hundred megabytes)."""
+        pa = _pa()
+        times = pa.concat_arrays(self.times) if self.times else pa.array([], pa.int64())
+        self.times = []
+        assert len(times) == len(table)
+        for start in range(0, len(table), SLICE_ROWS):
+            self._encode(table.slice(start, SLICE_ROWS), times.slice(start, SLICE_ROWS), sink)
+        return True
+
+    def _encode(self, table: Any, times: Any, sink: Any) -> None:
         from cdc.formats.engine.arrow_json import lines_of, object_texts
 
         pa = _pa()
         int8 = pa.int8()
-        count = len(table)
-        times = pa.concat_arrays(self.times) if self.times else pa.array([], pa.int64())
-        self.times = []
-        assert len(times) == count
         kinds = kind_codes(table.column(self.kc))
         for kind, n in zip(KINDS, count_codes(kinds), strict=True):
             if n:
@@ -138,7 +146,7 @@ class Encode(ChangeRules):
                 is_before, is_after = is_before.slice(0, n - 1), is_after.slice(0, n - 1)
                 n -= 1
         if n == 0:
-            return True
+            return
         paired_with_previous = pa.concat_arrays([pa.array([False]), paired_with_next.slice(0, n - 1)])
         # Each row's event: none for a -U waiting for its +U
         silent = paired_with_next
@@ -166,7 +174,6 @@ class Encode(ChangeRules):
             if n_op:
                 notes[f"events {OPS[i]}"] += n_op
         sink.texts(lines_of(events), len(events))
-        return True
 
     def hand_over(self, steps_for: Callable[..., Any], where: Any) -> Any:
         steps = steps_for(self.spec, self.result, where)

@@ -20,7 +20,6 @@ from cdc.formats.engine.arrow_rules import (
     KeyedMaterialize,
     MultisetMaterialize,
     group_codes,
-    same_as_previous,
 )
 from cdc.formats.engine.job import Result
 
@@ -70,13 +69,14 @@ class Inspect:
         return True
 
     def _merge_keys(self, keys: Any) -> None:
+        """The keys seen so far and this chunk's, each once (by hash: no sort)."""
         import pyarrow as pa
 
         both = keys if self.keys is None else pa.concat_tables([self.keys, keys.cast(self.keys.schema)])
-        codes = group_codes(both, list(self.spec.key))
-        order = pc.call("sort_indices", codes)
-        first = pc.invert(same_as_previous(pc.take(codes, order)))
-        self.keys = pc.take(both, pc.filter(order, first))  # each key once
+        codes = group_codes(both, list(self.spec.key))  # numbered in order of first appearance
+        groups = int(pc.call("max", codes).as_py() or 0) + 1 if len(codes) else 0
+        firsts = pc.index_in(pa.array(range(groups), codes.type), value_set=codes)  # each number's first row
+        self.keys = pc.take(both, firsts)
 
     def _merge_times(self, times: Any) -> None:
         from cdc.formats.engine.arrow_time import first_extremes

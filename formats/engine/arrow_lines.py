@@ -25,7 +25,6 @@ from cdc.core.errors import CdcError
 from cdc.core.specs import FromChangelogSpec, ToChangelogSpec
 from cdc.formats.engine.job import Job, Result
 from cdc.formats.engine.session import Rejects, Session, result_skips
-from cdc.formats.parquet.io import BATCH_ROWS
 from cdc.formats.streams import STDIO, Output
 
 # Literals whose value the JSON reader and the row path's parser read differently: 17 digits or
@@ -98,7 +97,7 @@ class Blocks:
         the first row's column order), else by the writer itself, row by row."""
         data = b"".join(self._head)
         self._head = []
-        cut = _line_end(data, FIRST_ROWS)
+        cut = _line_end(data, io_module().BATCH_ROWS)  # the rows that fix the writer's schema
         head, rest = data[:cut], data[cut:]
         table = self._infer(head)
         if table is not None:
@@ -143,7 +142,7 @@ class Blocks:
         if self.schema is None:
             self._head.append(bytes(data))
             self._head_lines += bytes(data).count(b"\n")
-            if self._head_lines >= FIRST_ROWS:
+            if self._head_lines >= io_module().BATCH_ROWS:
                 self._first_rows()
             return
         if not self.plain:
@@ -261,7 +260,11 @@ def _run(job: Job, current: Session, result: Result) -> Result:
     return result
 
 
-FIRST_ROWS = BATCH_ROWS  # the rows that fix the schema (the writer's first batch)
+def io_module() -> Any:
+    """The Parquet writer's module, whose ``BATCH_ROWS`` first rows fix a file's schema."""
+    from cdc.formats.parquet import io as parquet_io
+
+    return parquet_io
 
 
 def _line_end(data: bytes, lines: int) -> int:

@@ -35,6 +35,7 @@ from cdc.formats.engine.arrow_rules import (
     ChangeRules,
     column,
     count_true,
+    expand,
     grouped,
     previous,
     rows_equal,
@@ -218,19 +219,18 @@ class Replay(ChangeRules):
         delta["written"] += n_insert + n_delete + n_update * (2 if retract else 1)
         delta["retract_messages"] += n_insert + n_delete + 2 * n_update
         delta["upsert_messages"] += n_insert + n_delete + n_update
-        at = pc.indices_nonzero(main)
-        out_kind = pc.take(pc.if_else(inserted, pa.scalar(INSERT, pa.int8()), pa.scalar(AFTER, pa.int8())), at)
-        out_kind = pc.if_else(pc.take(deleted, at), pa.scalar(DELETE, pa.int8()), out_kind)
-        out_row = pc.if_else(pc.take(deleted, at), pc.take(stored, at), pc.take(rows, at))
-        out_seq = pc.call("multiply", pc.take(seq_sorted, at), 2)
-        if retract and n_update:
-            extra = pc.indices_nonzero(pc.and_(emitting, updated))
-            out_kind = pa.concat_arrays([out_kind, pa.array([BEFORE] * len(extra), pa.int8())])
-            out_row = pa.concat_arrays([out_row, pc.take(stored, extra)])
-            out_seq = pa.concat_arrays([pc.call("add", out_seq, 1), pc.call("multiply", pc.take(seq_sorted, extra), 2)])
-        placed = pc.call("sort_indices", out_seq)
-        out_kind = pc.take(out_kind, placed)
-        images = pc.take(work.select(self.images), pc.take(out_row, placed))
+        int8 = pa.int8()
+        made = pc.if_else(main, pa.scalar(1, int8), pa.scalar(0, int8))
+        if retract:
+            made = pc.if_else(pc.and_(emitting, updated), pa.scalar(2, int8), made)
+        at, second = expand(order, made, len(work))
+        first_kind = pc.if_else(inserted, pa.scalar(INSERT, int8), pa.scalar(BEFORE if retract else AFTER, int8))
+        first_kind = pc.if_else(deleted, pa.scalar(DELETE, int8), first_kind)
+        out_kind = pc.if_else(second, pa.scalar(AFTER, int8), pc.take(first_kind, at))
+        of_stored = pc.or_(deleted, pc.and_(updated, pa.scalar(retract)))  # -D(stored), -U(stored)
+        from_stored = pc.and_(pc.invert(second), pc.take(of_stored, at))
+        out_row = pc.if_else(from_stored, pc.take(stored, at), pc.take(rows, at))
+        images = pc.take(work.select(self.images), out_row)
         texts = pc.take(pa.array(list(KINDS), pa.string()), out_kind)
         return new_state, images.add_column(0, self.kc, texts), out_kind
 

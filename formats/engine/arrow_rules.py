@@ -162,18 +162,22 @@ def grouped(table: Any, columns: tuple[str, ...] | list[str]) -> tuple[Any, Any]
     return rows.flatten(), pc.call("list_parent_indices", rows)
 
 
-def expand(order: Any, counts: Any) -> tuple[Any, Any]:
+def expand(order: Any, counts: Any, rows: int | None = None) -> tuple[Any, Any]:
     """Output slots of changes that make 0, 1 or 2 rows each, in input order.
 
     ``order`` lists the changes' rows in group order and ``counts`` (in that order) how many
     output rows each makes. Returns, per output slot in input order, the group-order position
     of the change that makes it and whether it is that change's second row — without a sort:
     the counts go back to input order (an inverse permutation) and their running sum places
-    each change's rows (``list_parent_indices`` of the list they make)."""
+    each change's rows (``list_parent_indices`` of the list they make). ``rows``: the number of
+    input rows, when ``order`` leaves some out (they make no row)."""
+    from pyarrow._compute import InversePermutationOptions
+
     pa = _pa()
     int64 = pa.int64()
-    back = pc.call("inverse_permutation", pc.cast(order, int64))  # input row → group-order position
-    per_row = pc.cast(pc.take(counts, back), pa.int32())
+    options = InversePermutationOptions(max_index=(len(order) if rows is None else rows) - 1)
+    back = pc.call("inverse_permutation", pc.cast(order, int64), options=options)  # input row → position
+    per_row = pc.fill_null(pc.cast(pc.take(counts, back), pa.int32()), 0)
     if not len(per_row):
         return pa.array([], int64), pa.array([], pa.bool_())
     offsets = pa.concat_arrays([pa.array([0], pa.int32()), pc.call("cumulative_sum", per_row)])

@@ -29,6 +29,7 @@ from cdc.core.errors import CdcError, InputError, Location
 from cdc.core.model import Row
 from cdc.formats.engine.job import Job, Result
 from cdc.formats.engine.session import Session, result_skips
+from cdc.formats.parquet.io import VECTOR_BATCH_ROWS
 from cdc.formats.streams import STDIO
 
 TABULAR = ("parquet", "csv", "tsv")
@@ -119,7 +120,8 @@ class Sink:
                 from cdc.formats.engine.arrow import BatchWriter
 
                 self._batches = BatchWriter(self.current.open_output().stream, self.job.out_format)
-            for batch in table.to_batches():
+            # batches of the writer's size: each is a row group, encoded on a thread of its own
+            for batch in table.to_batches(max_chunksize=VECTOR_BATCH_ROWS):
                 self._batches.write(batch)
         elif self._rows is None and self.job.sink is None and self.job.out_format == "jsonl":
             from cdc.formats.engine.arrow_json import json_lines

@@ -164,12 +164,12 @@ class ParquetWriter:
         stream: BinaryIO,
         columns: Sequence[str] | None = None,
         type_hints: dict[str, Any] | None = None,
-        batch_rows: int = BATCH_ROWS,
+        batch_rows: int | None = None,
     ):
         self._stream = stream
         self._columns = ColumnSet(columns)
         self._hints = type_hints or {}
-        self._batch_rows = batch_rows
+        self._batch_rows = batch_rows or BATCH_ROWS  # the rows that fix the schema, and a row group
         self._buffer: list[Row] = []
         self._written = 0  # rows already written, for the place of a value that does not fit
         self._schema: Any = None

@@ -61,7 +61,7 @@ def dictionary_columns(batch: Any) -> list[str]:
     chosen = []
     for field, column in zip(batch.schema, batch.columns, strict=True):
         kind = field.type
-        if pa.types.is_nested(kind) or pa.types.is_dictionary(kind) or rows == 0:
+        if pa.types.is_nested(kind) or pa.types.is_dictionary(kind) or pa.types.is_null(kind) or rows == 0:
             chosen.append(field.name)  # pyarrow's own choice
             continue
         if pa.types.is_boolean(kind):
