@@ -20,7 +20,7 @@ import orjson
 from cdc.core.errors import InputError
 from cdc.core.specs import EncodeSpec
 from cdc.formats.engine import arrow_compute as pc
-from cdc.formats.engine.arrow_rules import AFTER, BEFORE, DELETE, INSERT, KINDS, ChangeRules, count_codes, kind_codes
+from cdc.formats.engine.arrow_rules import AFTER, BEFORE, DELETE, INSERT, KINDS, ChangeRules, count_codes
 from cdc.formats.engine.job import Job, Result
 
 OPS = ("c", "u", "d")
@@ -107,16 +107,17 @@ class Encode(ChangeRules):
         times = pa.concat_arrays(self.times) if self.times else pa.array([], pa.int64())
         self.times = []
         assert len(times) == len(table)
+        codes = self.kinds(table)
         for start in range(0, len(table), SLICE_ROWS):
-            self._encode(table.slice(start, SLICE_ROWS), times.slice(start, SLICE_ROWS), sink)
+            part = (table.slice(start, SLICE_ROWS), times.slice(start, SLICE_ROWS), codes.slice(start, SLICE_ROWS))
+            self._encode(*part, sink)
         return True
 
-    def _encode(self, table: Any, times: Any, sink: Any) -> None:
+    def _encode(self, table: Any, times: Any, kinds: Any, sink: Any) -> None:
         from cdc.formats.engine.arrow_json import lines_of, object_texts
 
         pa = _pa()
         int8 = pa.int8()
-        kinds = kind_codes(table.column(self.kc))
         for kind, n in zip(KINDS, count_codes(kinds), strict=True):
             if n:
                 self.result.counts.by_kind[kind] += n

@@ -318,16 +318,28 @@ class ChangeRules:
         # a change's image: the row without its kind (plain rows: the row)
         self.images = without(schema.names, self.kc) if self.changelog else list(schema.names)
         self.state: Any = None  # rows carried from chunk to chunk (STATE_KIND, STATE_SEQ …)
+        self._codes: dict[tuple[int, int, int], tuple[Any, Any]] = {}  # kind codes found by regular()
 
     def regular(self, batch: Any) -> bool:
         """No bad kind (the row path says what is wrong with such a row, in order)."""
-        return not self.changelog or bool(kind_codes(batch.column(self.kc)).null_count == 0)
+        if not self.changelog:
+            return True
+        column = batch.column(self.kc)
+        codes = kind_codes(column)
+        self._codes[_identity(column)] = (column, codes)  # apply looks them up, not again
+        return bool(codes.null_count == 0)
 
     def kinds(self, table: Any) -> Any:
         """Each row's kind code: its kind column's, or what its input mode makes of a plain row."""
         pa = _pa()
         if self.changelog:
-            return kind_codes(table.column(self.kc))
+            column = table.column(self.kc)
+            chunks = getattr(column, "chunks", [column])
+            known = [self._codes.get(_identity(c)) for c in chunks]
+            self._codes.clear()
+            if chunks and all(k is not None for k in known):  # the batches regular() looked at
+                return pa.concat_arrays([k[1] for k in known if k is not None])
+            return kind_codes(column)
         mode = getattr(self.spec, "input_mode", "append")
         if mode == "append":
             return pa.array([INSERT] * len(table), pa.int8())
@@ -343,11 +355,11 @@ class ChangeRules:
         codes = pa.array([DELETE if canonical(v) == marker else AFTER for v in values], pa.int8())
         return pc.take(codes, index)
 
-    def _with_state(self, table: Any, offset: int, state: Any = None, **extra: Any) -> Any:
+    def _with_state(self, table: Any, offset: int, kinds: Any = None, state: Any = None, **extra: Any) -> Any:
         """The chunk with its kind codes and place in the input, after carried state rows
         (``state``, else this rule's)."""
         pa = _pa()
-        chunk = table.append_column(STATE_KIND, self.kinds(table))
+        chunk = table.append_column(STATE_KIND, self.kinds(table) if kinds is None else kinds)
         chunk = chunk.append_column(STATE_SEQ, arange(len(table), offset))
         for name, values in extra.items():
             chunk = chunk.append_column(name, values)
@@ -373,6 +385,13 @@ class ChangeRules:
 
     def empty_columns(self, info: Any) -> Callable[[], list[str]] | None:
         return None
+
+
+def _identity(array: Any) -> tuple[int, int, int]:
+    """Where an array's values are (its data buffer, offset, length): the same array seen again."""
+    buffers = array.buffers()
+    data = buffers[2] if len(buffers) > 2 and buffers[2] is not None else buffers[-1]
+    return (data.address if data is not None else 0, array.offset, len(array))
 
 
 def column(table: Any, name: str) -> Any:
@@ -609,10 +628,10 @@ class MultisetMaterialize(Materialize):
         int64 = pa.int64()
         if has_nan(table, self.compared):
             return False
-        signs = pc.take(pa.array([1, -1, 1, -1], int64), kind_codes(table.column(self.kc)))
-        work = self._with_state(table, offset, **{STATE_COUNT: signs})
+        kinds_in = self.kinds(table)
+        signs = pc.take(pa.array([1, -1, 1, -1], int64), kinds_in)
+        work = self._with_state(table, offset, kinds_in, **{STATE_COUNT: signs})
         carried = len(work) - len(table)
-        kinds_in = kind_codes(table.column(self.kc))
         duplicate = None
         if self.spec.dedup:
             duplicate = self._duplicates(table, kinds_in)

@@ -210,7 +210,15 @@ class Exact:
                 sink.rows(out)
 
     def finish(self) -> None:
+        self.here = AFTER_INPUTS
         self.sink.rows(self.steps.finish())
+
+
+AFTER_INPUTS = Location("<inputs>")
+
+
+def _after_inputs() -> Location:
+    return AFTER_INPUTS
 
 
 def _raw_parquet(row: Row) -> str:
@@ -312,6 +320,7 @@ def run(job: Job, current: Session) -> Result:
             info.arrow_schema, info.columns = reader.arrow_schema, reader.columns
             reader.close()
     flush()
+    current.where = _after_inputs  # where the row path's chained reader is when its inputs are read
     if exact is not None:
         exact.finish()
     else:
