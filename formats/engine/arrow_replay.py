@@ -220,19 +220,38 @@ class Replay(ChangeRules):
         delta["retract_messages"] += n_insert + n_delete + 2 * n_update
         delta["upsert_messages"] += n_insert + n_delete + n_update
         int8 = pa.int8()
-        made = pc.if_else(main, pa.scalar(1, int8), pa.scalar(0, int8))
-        if retract:
-            made = pc.if_else(pc.and_(emitting, updated), pa.scalar(2, int8), made)
-        at, second = expand(order, made, len(work))
-        first_kind = pc.if_else(inserted, pa.scalar(INSERT, int8), pa.scalar(BEFORE if retract else AFTER, int8))
-        first_kind = pc.if_else(deleted, pa.scalar(DELETE, int8), first_kind)
-        out_kind = pc.if_else(second, pa.scalar(AFTER, int8), pc.take(first_kind, at))
-        of_stored = pc.or_(deleted, pc.and_(updated, pa.scalar(retract)))  # -D(stored), -U(stored)
-        from_stored = pc.and_(pc.invert(second), pc.take(of_stored, at))
-        out_row = pc.if_else(from_stored, pc.take(stored, at), pc.take(rows, at))
-        images = pc.take(work.select(self.images), out_row)
+        if (not retract or not n_update) and self._deletes_as_stored(work, rows, stored, pc.and_(emitting, deleted)):
+            # Each output row is its change's own row (a -D's image is the stored row): the rows
+            # in input order, filtered — no gather.
+            from pyarrow._compute import InversePermutationOptions
+
+            back = pc.call("inverse_permutation", rows, options=InversePermutationOptions(max_index=len(work) - 1))
+            kind = pc.if_else(inserted, pa.scalar(INSERT, int8), pa.scalar(AFTER, int8))
+            kind = pc.if_else(deleted, pa.scalar(DELETE, int8), kind)
+            keep = pc.fill_null(pc.take(main, back), False)
+            out_kind = pc.filter(pc.take(kind, back), keep)
+            images = pc.filter(work.select(self.images), keep)
+        else:
+            made = pc.if_else(main, pa.scalar(1, int8), pa.scalar(0, int8))
+            if retract:
+                made = pc.if_else(pc.and_(emitting, updated), pa.scalar(2, int8), made)
+            at, second = expand(order, made, len(work))
+            first_kind = pc.if_else(inserted, pa.scalar(INSERT, int8), pa.scalar(BEFORE if retract else AFTER, int8))
+            first_kind = pc.if_else(deleted, pa.scalar(DELETE, int8), first_kind)
+            out_kind = pc.if_else(second, pa.scalar(AFTER, int8), pc.take(first_kind, at))
+            of_stored = pc.or_(deleted, pc.and_(updated, pa.scalar(retract)))  # -D(stored), -U(stored)
+            from_stored = pc.and_(pc.invert(second), pc.take(of_stored, at))
+            out_row = pc.if_else(from_stored, pc.take(stored, at), pc.take(rows, at))
+            images = pc.take(work.select(self.images), out_row)
         texts = pc.take(pa.array(list(KINDS), pa.string()), out_kind)
         return new_state, images.add_column(0, self.kc, texts), out_kind
+
+    def _deletes_as_stored(self, work: Any, rows: Any, stored: Any, deletes: Any) -> bool:
+        """Whether each of these -D rows holds the very values of the row it deletes."""
+        if not pc.any(deletes).as_py():
+            return True
+        at = pc.indices_nonzero(deletes)
+        return bool(pc.all(rows_equal(work, pc.take(rows, at), pc.take(stored, at), self.images)).as_py())
 
     def hand_over(self, steps_for: Callable[..., Any], where: Any) -> Any:
         replayer = Replayer(self.spec, self.counts)
