@@ -1,37 +1,45 @@
-"""JSON lines → Parquet: the stateless conversions, their rows never Python dicts past the first.
+"""JSON lines → Parquet: the stateless conversions on blocks of lines read by pyarrow.
 
-The lines are converted as on the JSON-lines path (``lines.convert_stream``: the C kernel in
-two worker processes, every error and reject as the row path has them), which hands back the
-converted rows as compact JSON lines, valid by construction. The row path's Parquet writer
-takes the first rows as Python rows and fixes the file's schema from them exactly as it always
-does; every later block of lines is parsed by pyarrow's JSON reader against that schema, on a
-thread of its own (it lets go of the GIL), and written as a record batch. A block the reader
-would read otherwise than the row path — a value that does not fit the schema, a column the
-schema lacks, a number whose value a double cannot hold (17 digits or more) or ``-0`` — is
-written the row path's way, row by row, so its values, and its error if it has one, are the
-row path's. A writer error (a column the first rows lacked …) names no input line on this
-path: the run is then done again on the row path, which says where, unless stdout has
-already had bytes.
+The input is cut into line-aligned blocks of about a megabyte. Each block is parsed by
+pyarrow's JSON reader on one of two threads (it lets go of the GIL, so both cores work) against
+the input schema that the first rows fix, and converted by the Arrow path's kernels
+(``arrow.from_changelog_batches`` / ``to_changelog_batches``); the batches go to the row path's
+Parquet writer in input order. A block is taken this way only when pyarrow is sure to read it as
+the row path's parser does (``regular``): no ``NaN``/``Infinity`` token (the reader takes them,
+orjson does not), no number whose value a double cannot hold (17 digits or more) or ``-0``,
+as many rows as lines that are not blank (``null`` or two objects on a line are no row for the
+reader), every value of its column's type, no column the first rows lacked, no bad kind. Any
+other block is converted the row path's way, line by line — its errors and rejects at their
+lines — and given to the same writer. The first rows fix the file's schema as the row path's
+writer fixes it: read by pyarrow when the types it finds are those the writer would choose,
+else by the writer itself.
+
+A writer error (a column the first rows lacked, a value of another type) names no input line
+on this path: the run is then done again on the row path, which says where — unless stdout
+has had bytes already.
 """
 
 from __future__ import annotations
 
 import io
-import queue
-import threading
+from collections import deque
 from typing import Any
 
-from cdc.core.errors import CdcError
+from cdc.core.errors import CdcError, InputError, Location
 from cdc.core.specs import FromChangelogSpec, ToChangelogSpec
+from cdc.core.stats import Counts
 from cdc.formats.engine.job import Job, Result
 from cdc.formats.engine.session import Rejects, Session, result_skips
 from cdc.formats.streams import STDIO, Output
 
 # Literals whose value the JSON reader and the row path's parser read differently: 17 digits or
 # more (an exact decimal, or an integer past 64 bits, to the row path) and -0 (a double there).
-# Found with bytes.translate and in (C speed): a regular expression took 55 ms a megabyte.
+# Found with bytes.translate and ``in`` (C speed): a regular expression took 55 ms a megabyte.
 _DIGITS = bytes(ord("d") if chr(c) in "0123456789." else ord("x") for c in range(256))
 _RUN = b"d" * 17
+_NUMERIC = {bytes([c]) for c in b"0123456789."}
+_FOLLOWS = {bytes([c]) for c in b"0123456789.eE"}
+IN_FLIGHT = 3  # blocks parsed ahead of the writer
 
 
 def different(data: bytes) -> bool:
@@ -48,14 +56,26 @@ def different(data: bytes) -> bool:
     return False
 
 
-_NUMERIC = {bytes([c]) for c in b"0123456789."}
-_FOLLOWS = {bytes([c]) for c in b"0123456789.eE"}
+def records(data: bytes) -> int:
+    """The lines of ``data`` that are not blank (the row path's records)."""
+    return sum(1 for line in data.split(b"\n") if line.strip())
+
+
+def _cut(data: bytes, count: int) -> int:
+    """Where the line that makes ``count`` records ends (the end when there are fewer)."""
+    at, found = 0, 0
+    while found < count:
+        end = data.find(b"\n", at)
+        if end < 0:
+            return len(data)
+        if data[at:end].strip():
+            found += 1
+        at = end + 1
+    return at
 
 
 def accepts(job: Job) -> bool:
-    """from-changelog / to-changelog of JSON lines files into Parquet, every column kept."""
-    from cdc.formats.engine import lines
-
+    """from-changelog / to-changelog of JSON lines into Parquet, every column kept."""
     spec = job.spec
     if not isinstance(spec, FromChangelogSpec | ToChangelogSpec) or not spec.stateless:
         return False
@@ -64,8 +84,8 @@ def accepts(job: Job) -> bool:
         and job.rows is None
         and job.out_format == "parquet"
         and not job.columns
+        and bool(job.formats)
         and all(f == "jsonl" for f in job.formats)
-        and lines.accepts(job.with_(out_format="jsonl"))
     )
 
 
@@ -77,139 +97,285 @@ class WriterFailed(Exception):
         self.error = error
 
 
+class Irregular(Exception):
+    """A block pyarrow may read otherwise than the row path: it goes the row path's way."""
+
+
+def _plain(kind: Any) -> bool:
+    """The types the row path's writer gives JSON values that pyarrow gives them too."""
+    import pyarrow as pa
+
+    return bool(
+        pa.types.is_int64(kind) or pa.types.is_float64(kind) or pa.types.is_boolean(kind) or pa.types.is_string(kind)
+    )
+
+
+def io_module() -> Any:
+    """The Parquet writer's module, whose ``BATCH_ROWS`` first rows fix a file's schema."""
+    from cdc.formats.parquet import io as parquet_io
+
+    return parquet_io
+
+
 class Blocks:
-    """Converted JSON lines in, Parquet out: the first rows through the row path's writer, the
-    rest parsed by pyarrow on a thread while the next block is converted."""
+    """Blocks of input lines → the Parquet writer, in order."""
 
-    def __init__(self, writer: Any):
+    def __init__(self, job: Job, current: Session, result: Result, writer: Any):
+        self.job = job
+        self.spec = job.spec
+        self.current = current
+        self.result = result
         self.writer = writer
-        self.schema: Any = None  # fixed by the writer from the first rows
-        self._queue: queue.Queue[bytes | None] = queue.Queue(maxsize=2)
-        self._thread: threading.Thread | None = None
-        self._failure: BaseException | None = None
-        self.plain = False
-        self._head: list[bytes] = []  # the blocks before the schema is fixed
-        self._head_lines = 0
+        self.input_schema: Any = None  # what pyarrow parses blocks against, once the schema is fixed
+        self._decided = False  # the first rows are written (input_schema None: every block the row path's way)
+        self._head: list[tuple[bytes, int, str]] = []  # the blocks before the schema is fixed
+        self._head_records = 0
+        self._pool: Any = None
+        self._pending: deque[tuple[Any, bytes, int, str]] = deque()
+        self._row_step: Any = None
 
-    def _first_rows(self) -> None:
-        """The schema from the first rows, as the row path's writer fixes it: read by pyarrow
-        when its types are those the writer would choose (integers, doubles, booleans, text, in
-        the first row's column order), else by the writer itself, row by row."""
-        data = b"".join(self._head)
-        self._head = []
-        cut = _line_end(data, io_module().BATCH_ROWS)  # the rows that fix the writer's schema
-        head, rest = data[:cut], data[cut:]
-        table = self._infer(head)
-        if table is not None:
-            self.writer.fix_schema(table.schema)
-            self.writer.write_table(table)
-        else:
-            self._rows(head)
-        schema = self.writer.fixed_schema
-        if schema is not None:
-            # the reader takes these types as the row path's writer does; others stay its own
-            self.plain = all(_plain(f.type) for f in schema)
-            self.schema = schema
-            if rest:
-                self.write(rest)
-        elif rest:
-            self._rows(rest)
+    # -- the way of the row path ------------------------------------------------------------
 
-    def _infer(self, head: bytes) -> Any:
-        import orjson
+    def _rows(self, data: bytes, first_line: int, source: str) -> None:
+        """Each line parsed (numbers as written), converted and written as the row path does."""
+        from cdc.formats.jsonl import bad_line_error, loads_for, not_an_object_message
+
+        if self._row_step is None:
+            from cdc.core.convert import FromChangelogRow, ToChangelogRow
+
+            make = FromChangelogRow if isinstance(self.spec, FromChangelogSpec) else ToChangelogRow
+            self._row_step = make(self.spec, self.result.counts)  # type: ignore[arg-type]
+        step, reject = self._row_step, self.current.reject
+        loads = loads_for(data)
+        lines = data.split(b"\n")
+        if lines and lines[-1] == b"":
+            lines.pop()
+        rows: list[Any] = []
+
+        def bad(err: InputError, line: bytes) -> None:
+            self._write(rows)  # the rows before a bad record reach the writer first, as they do there
+            reject(err, _text(line))
+
+        for line_no, line in enumerate(lines, first_line):
+            where = Location(source, line_no)
+            try:
+                value = loads(line)
+            except ValueError:
+                if not line.strip():
+                    continue
+                self.result.read += 1
+                bad(bad_line_error(line, line_no).located(where), line)
+                continue
+            self.result.read += 1
+            if type(value) is not dict:
+                bad(InputError(not_an_object_message(value, line), where=where), line)
+                continue
+            try:
+                rows.extend(step(value))
+            except InputError as err:
+                bad(err.located(where), line)
+        self._write(rows)
+
+    def _write(self, rows: list[Any]) -> None:
+        """Rows to the writer (the list emptied); its refusal is a WriterFailed."""
+        try:
+            self.writer.write_rows(rows)
+        except CdcError as err:
+            raise WriterFailed(err) from None
+        rows.clear()
+
+    # -- pyarrow's way ------------------------------------------------------------------------
+
+    def _parse(self, data: bytes, schema: Any) -> Any:
+        """The block as a table of its input columns (None: not the row path's reading)."""
         import pyarrow as pa
         import pyarrow.json as pj
 
-        if different(head):
+        if b"NaN" in data or b"Infinity" in data or different(data):
+            return None
+        if schema is None:
+            options = pj.ParseOptions()
+        else:
+            options = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="error")
+        try:
+            table = pj.read_json(
+                io.BytesIO(data),
+                read_options=pj.ReadOptions(use_threads=False, block_size=len(data) + 1),
+                parse_options=options,
+            )
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+            return None
+        if len(table) != records(data):
+            return None
+        return table
+
+    def _convert(self, table: Any) -> tuple[Any, Counts] | None:
+        """The block's changelog conversion, with its counts (None: a bad record in it)."""
+        from cdc.formats.engine.arrow import from_changelog_batches, to_changelog_batches
+
+        counts = Counts()
+        make = from_changelog_batches if isinstance(self.spec, FromChangelogSpec) else to_changelog_batches
+        convert = make(self.spec, counts)  # type: ignore[arg-type]
+
+        def irregular(err: InputError, raw: str) -> None:
+            raise Irregular
+
+        try:
+            batches = [convert(batch, _nowhere, irregular) for batch in table.to_batches()]
+        except (Irregular, CdcError):
+            return None
+        if not batches:
+            return None
+        import pyarrow as pa
+
+        return pa.Table.from_batches(batches), counts
+
+    def _block(self, data: bytes) -> tuple[Any, Counts] | None:
+        """A block past the first rows, on a pool thread: its converted table, or None."""
+        table = self._parse(data, self.input_schema)
+        if table is None:
+            return None
+        converted = self._convert(table)
+        if converted is None or not converted[0].schema.equals(self.writer.fixed_schema):
+            return None
+        return converted
+
+    # -- in order -----------------------------------------------------------------------------
+
+    def feed(self, data: bytes, first_line: int, source: str) -> None:
+        if not self._decided:
+            self._head.append((data, first_line, source))
+            self._head_records += records(data)
+            if self._head_records >= io_module().BATCH_ROWS:
+                self._first_rows()
+            return
+        if self.input_schema is None:
+            self._rows(data, first_line, source)
+            return
+        if self._pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._pool = ThreadPoolExecutor(2, thread_name_prefix="cdc-json")
+        self._pending.append((self._pool.submit(self._block, data), data, first_line, source))
+        while len(self._pending) > IN_FLIGHT:
+            self._drain_one()
+
+    def _drain_one(self) -> None:
+        future, data, first_line, source = self._pending.popleft()
+        converted = future.result()
+        if converted is None:
+            self._rows(data, first_line, source)
+            return
+        table, counts = converted
+        self.result.read += records(data)
+        self._add(counts)
+        self.writer.write_table(table)
+
+    def _add(self, counts: Counts) -> None:
+        total = self.result.counts
+        total.by_kind.update(counts.by_kind)
+        total.dropped += counts.dropped
+
+    def _first_rows(self) -> None:
+        """The head blocks: read by pyarrow when the writer would fix the same schema from them
+        (their first rows, all of them converted, of the types pyarrow finds), else its way."""
+        head, self._head = self._head, []
+        self._head_records = 0
+        self._decided = True
+        if not head:
+            return
+        rest: tuple[bytes, int, str] | None = None
+        if len({source for _, _, source in head}) == 1:  # the rows that fix the schema, exactly
+            data = b"".join(d for d, _, _ in head)
+            cut = _cut(data, io_module().BATCH_ROWS)
+            if cut < len(data):
+                rest = (data[cut:], head[0][1] + data.count(b"\n", 0, cut), head[0][2])
+            head = [(data[:cut], head[0][1], head[0][2])]
+        if self._infer(head) is None:
+            for data, first_line, source in head:
+                self._rows(data, first_line, source)
+        schema = self.writer.fixed_schema
+        if schema is not None:
+            self.input_schema = self._input_schema(head[0][0], schema)
+        if rest is not None:
+            self.feed(*rest)
+
+    def _infer(self, head: list[tuple[bytes, int, str]]) -> Any:
+        import orjson
+
+        if len(head) != 1:
+            return None
+        data = head[0][0]
+        limit = io_module().BATCH_ROWS
+        table = self._parse(data, None)
+        if table is None:
             return None
         try:
-            first = orjson.loads(head[: head.find(b"\n")])
-            options = pj.ReadOptions(use_threads=False, block_size=len(head) + 1)
-            table = pj.read_json(io.BytesIO(head), read_options=options)
-        except (ValueError, pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            first = orjson.loads(data[: data.find(b"\n")] if b"\n" in data else data)
+        except ValueError:
             return None
         if not isinstance(first, dict) or table.column_names != list(first):
             return None
         if not all(_plain(f.type) for f in table.schema):
             return None
-        return table.combine_chunks()
+        converted = self._convert(table)
+        if converted is None:
+            return None
+        out, counts = converted
+        if counts.dropped and records(data) == limit:
+            return None  # the writer's first rows would reach past this block
+        self.writer.fix_schema(out.schema)
+        self.writer.write_table(out)
+        self.result.read += len(table)
+        self._add(counts)
+        return out.schema
 
-    def write(self, data: bytes | memoryview) -> None:
-        """A block of converted lines (a memoryview into shared memory is copied first)."""
-        self._raise()
-        if not len(data):
-            return
-        if self.schema is None:
-            self._head.append(bytes(data))
-            self._head_lines += bytes(data).count(b"\n")
-            if self._head_lines >= io_module().BATCH_ROWS:
-                self._first_rows()
-            return
-        if not self.plain:
-            self._rows(bytes(data))
-            return
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._drain, name="cdc-json", daemon=True)
-            self._thread.start()
-        self._queue.put(bytes(data))
-
-    def _drain(self) -> None:
-        while (data := self._queue.get()) is not None:
-            if self._failure is None:  # after a failure, keep taking blocks: the producer must not block
-                try:
-                    self._block(data)
-                except BaseException as exc:  # noqa: BLE001 - re-raised in the calling thread
-                    self._failure = exc
-
-    def _block(self, data: bytes) -> None:
+    def _input_schema(self, head: bytes, output: Any) -> Any:
+        """The schema blocks are parsed against: the first row's columns, of the output's types
+        (the kind or op-code column text)."""
+        import orjson
         import pyarrow as pa
-        import pyarrow.json as pj
 
-        if not different(data):
-            try:
-                table = pj.read_json(
-                    io.BytesIO(data),
-                    read_options=pj.ReadOptions(use_threads=False, block_size=len(data) + 1),
-                    parse_options=pj.ParseOptions(explicit_schema=self.schema, unexpected_field_behavior="error"),
-                )
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-                table = None
-            if table is not None and table.schema.equals(self.schema):
-                self.writer.write_table(table)
-                return
-        self._rows(data)
-
-    def _rows(self, data: bytes) -> None:
-        """The row path's way: each line parsed (numbers as written) and given to its writer."""
-        from cdc.formats.jsonl import loads_for
-
-        loads = loads_for(data)
-        rows = [loads(line) for line in data.split(b"\n") if line]
+        if not all(_plain(f.type) for f in output):
+            return None
         try:
-            self.writer.write_rows(rows)
-        except CdcError as err:
-            raise WriterFailed(err) from None
-
-    def _raise(self) -> None:
-        if self._failure is not None:
-            failure, self._failure = self._failure, None
-            raise failure
+            first = orjson.loads(next(line for line in head.split(b"\n") if line.strip()))
+        except (ValueError, StopIteration):
+            return None
+        if not isinstance(first, dict):
+            return None
+        spec = self.spec
+        text = spec.op_column if isinstance(spec, FromChangelogSpec) else spec.kind_column
+        types = {f.name: f.type for f in output}
+        fields = []
+        for name in first:
+            if name == text:
+                fields.append(pa.field(name, pa.string()))
+            elif name in types:
+                fields.append(pa.field(name, types[name]))
+            else:
+                return None
+        return pa.schema(fields)
 
     def close(self) -> None:
-        if self.schema is None and self._head:  # fewer rows than fix the schema
+        if not self._decided:  # fewer rows than fix the schema
             self._first_rows()
-        if self._thread is not None:
-            self._queue.put(None)
-            self._thread.join()
-            self._thread = None
-        self._raise()
+        while self._pending:
+            self._drain_one()
+        self.shutdown()
 
-    def close_quietly(self) -> None:
-        """Stop the parser thread, whatever it failed with."""
-        try:
-            self.close()
-        except BaseException:  # noqa: BLE001 - the run is failing already
-            pass
+    def shutdown(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(cancel_futures=True)
+            self._pool = None
+
+
+def _nowhere(i: int) -> Location:
+    return Location("<block>")
+
+
+def _text(line: bytes) -> str:
+    return line.decode("utf-8", "backslashreplace").rstrip("\r")
 
 
 def run(job: Job, current: Session) -> Result:
@@ -223,72 +389,28 @@ def run(job: Job, current: Session) -> Result:
 
 
 def _run(job: Job, current: Session, result: Result) -> Result:
-    from cdc.formats.engine import lines
-    from cdc.formats.engine.native.kernel import available
+    from cdc.formats.jsonl import read_chunks
     from cdc.formats.parquet import ParquetWriter
     from cdc.formats.streams import decompressed, display_name, open_input
 
-    converter = lines.converter_for(job, result.counts.__class__(), with_kernel=available())
-    out = current.open_output()
-    writer = ParquetWriter(out.stream)
-    blocks = Blocks(writer)
+    writer = ParquetWriter(current.open_output().stream)
+    blocks = Blocks(job, current, result, writer)
     try:
         for path in job.inputs:
-            plain = path != STDIO and lines._plain_file(path)
-            stream = decompressed(open_input(path, None if plain else current.on_bytes), display_name(path))
+            stream = decompressed(open_input(path, current.on_bytes), display_name(path))
             try:
-                result.read += lines.convert_stream(
-                    converter,
-                    stream,
-                    display_name(path),
-                    blocks.write,
-                    result.counts,
-                    current.reject,
-                    on_bytes=current.on_bytes if plain else None,
-                    path=path if plain else None,
-                )
+                for chunk, first_line in read_chunks(stream):
+                    blocks.feed(chunk, first_line, display_name(path))
             finally:
                 if path != STDIO:
                     stream.close()
-    except CdcError:
-        blocks.close()  # a writer error from before this one comes first (WriterFailed)
-        raise
-    blocks.close()
-    writer.close(_empty_columns(job))
+        blocks.close()
+    finally:
+        blocks.shutdown()
+    writer.close([])  # a result without rows: JSON lines declare no columns
     result.counts.written = sum(result.counts.by_kind.values())
     result_skips(current, result)
     return result
-
-
-def io_module() -> Any:
-    """The Parquet writer's module, whose ``BATCH_ROWS`` first rows fix a file's schema."""
-    from cdc.formats.parquet import io as parquet_io
-
-    return parquet_io
-
-
-def _line_end(data: bytes, lines: int) -> int:
-    """Where the first ``lines`` lines of ``data`` end."""
-    at = -1
-    for _ in range(lines):
-        at = data.find(b"\n", at + 1)
-        if at < 0:
-            return len(data)
-    return at + 1
-
-
-def _plain(kind: Any) -> bool:
-    import pyarrow as pa
-
-    return bool(
-        pa.types.is_int64(kind) or pa.types.is_float64(kind) or pa.types.is_boolean(kind) or pa.types.is_string(kind)
-    )
-
-
-def _empty_columns(job: Job) -> list[str]:
-    """The columns of a result with no rows, as the row path knows them: none (JSON lines
-    declare no columns)."""
-    return []
 
 
 def _restartable(current: Session) -> bool:
