@@ -29,6 +29,7 @@ KINDS = ("+I", "-U", "+U", "-D")
 LIVE, RETRACTED, NONE = 4, 5, 6  # carried state rows, and "no change before" for a key's first
 STATE_KIND, STATE_SEQ, STATE_COUNT = "__cdc_kind", "__cdc_seq", "__cdc_count"  # columns of carried state
 
+OUTPUT_SLICE = 1 << 16  # output rows taken from the state at a time
 GROUP_BY_ROWS = 50_000  # grouping by several columns: from this many rows on, by a hash aggregation
 Rules = Any  # a class below: rules_for(spec)(spec, schema, result)
 
@@ -453,22 +454,36 @@ class Materialize(ChangeRules):
         self.load_into(self.result.detail)
         return steps
 
+    def _output(self) -> tuple[Any, Any] | None:
+        """The carried rows and the positions of the output's rows among them, in output order
+        (an index, not a copy: the table is written from it a slice at a time)."""
+        table = self._table()
+        if table is None:
+            return None
+        return table, arange(len(table))
+
     def summary(self, table: Any = None) -> Any:
         """The table's account (counts, live rows) as the row path's state object gives it."""
-        table = self._table() if table is None else table
-        summary = self._summary(len(table) if table is not None else 0)
+        found = self._output()
+        summary = self._summary(len(found[1]) if found is not None else 0)
         self._count_into(summary)
         return summary
 
     def finish(self, sink: Any) -> None:
-        table = self._table()
-        self.result.detail = self.summary(table)
-        if table is None or not len(table):
+        found = self._output()
+        summary = self._summary(len(found[1]) if found is not None else 0)
+        self._count_into(summary)
+        self.result.detail = summary
+        self.state = None
+        if found is None or not len(found[1]):
             return
-        out = table.select(without(self.images, self.metadata))
+        table, rows = found
+        table = table.select(without(self.images, self.metadata))
         if self.spec.sort:
-            out = sort_by_key(out, self.spec.key)
-        sink.table(out)
+            sink.table(sort_by_key(pc.take(table, rows), self.spec.key))
+            return
+        for start in range(0, len(rows), OUTPUT_SLICE):
+            sink.table(pc.take(table, rows.slice(start, OUTPUT_SLICE)))
 
     def empty_columns(self, info: Any) -> Callable[[], list[str]]:
         names = info.columns if info.columns is not None else self.schema.names
@@ -580,9 +595,12 @@ class KeyedMaterialize(Materialize):
         )
         return True
 
-    def _table(self) -> Any:
-        state = self._ordered_state()
-        return None if state is None else pc.filter(state, pc.equal(state.column(STATE_KIND), LIVE))
+    def _output(self) -> tuple[Any, Any] | None:
+        state = self.state
+        if state is None or not len(state):
+            return None
+        live = pc.indices_nonzero(pc.equal(state.column(STATE_KIND), LIVE))
+        return state, pc.take(live, pc.call("sort_indices", pc.take(state.column(STATE_SEQ), live)))
 
     def _summary(self, live: int) -> Any:
         summary = KeyedSummary(self.spec.key, Findings(self.spec.policy), self.spec.dedup, self.metadata)
@@ -683,15 +701,21 @@ class MultisetMaterialize(Materialize):
             return shifted_equal(both, arange(len(both)), columns).slice(1)
         return shifted_equal(current, arange(len(current)), columns)
 
-    def _table(self) -> Any:
-        state = self._ordered_state()
-        if state is None:
+    def _output(self) -> tuple[Any, Any] | None:
+        state = self.state
+        if state is None or not len(state):
             return None
-        counts = state.column(STATE_COUNT).to_pylist()
-        if any(c != 1 for c in counts):  # each row as many times as it is in the table
+        order = pc.call("sort_indices", state.column(STATE_SEQ))
+        counts = pc.take(state.column(STATE_COUNT), order)
+        if pc.call("max", counts).as_py() != 1:  # each row as many times as it is in the table
             pa = _pa()
-            state = pc.take(state, pa.array([i for i, c in enumerate(counts) for _ in range(c)], pa.int64()))
-        return state
+            positions, counts_list = order.to_pylist(), counts.to_pylist()
+            order = pa.array([p for p, c in zip(positions, counts_list, strict=True) for _ in range(c)], pa.int64())
+        return state, order
+
+    def _table(self) -> Any:
+        found = self._output()
+        return None if found is None else pc.take(*found)
 
     def _summary(self, live: int) -> Any:
         summary = MultisetSummary(Findings(self.spec.policy), self.spec.dedup, self.metadata)
