@@ -94,3 +94,22 @@ def test_a_footer_reads_and_writes_back_unchanged() -> None:
     assert thrift.field(fields, 3) == MIXED.num_rows  # num_rows, read as the number it is
     with pytest.raises(thrift.ThriftError):
         thrift.read_struct(footer[: len(footer) // 2])
+
+
+def test_dictionary_auto_is_pyarrows_file_with_those_columns() -> None:
+    from cdc.formats.parquet.threads import dictionary_columns
+
+    batches = MIXED.to_batches(97)
+    chosen = dictionary_columns(batches[0])
+    assert "id" not in chosen and "op" in chosen and "flag" not in chosen  # unique ids: plain
+    sink = io.BytesIO()
+    writer = ThreadedParquetWriter(sink, MIXED.schema, threads=2, dictionary="auto")
+    for batch in batches:
+        writer.write_batch(batch)
+    writer.close()
+    expected = io.BytesIO()
+    with pq.ParquetWriter(expected, MIXED.schema, use_dictionary=chosen) as reference:
+        for batch in batches:
+            reference.write_batch(batch)
+    assert sink.getvalue() == expected.getvalue()
+    assert pq.read_table(io.BytesIO(sink.getvalue())).equals(MIXED)

@@ -55,7 +55,7 @@ def run(job: Job, current: Session) -> Result:
         try:
             for batch, where in reader.batches():
                 converted = convert(batch, where, current.reject)
-                empty_schema = converted.schema
+                empty_schema = _as_empty(converted.schema, reader.arrow_schema)
                 if len(converted):
                     writer.write(converted)
         finally:
@@ -65,6 +65,17 @@ def run(job: Job, current: Session) -> Result:
     result.counts.written = sum(result.counts.by_kind.values())
     result_skips(current, result)
     return result
+
+
+def _as_empty(schema: Any, hints: Any) -> Any:
+    """The schema of a result without rows as the row path's writer makes it: a column named
+    like an input column has its type (so a kind column of nulls only stays of type null)."""
+    import pyarrow as pa
+
+    if hints is None:
+        return schema
+    types = {f.name: f.type for f in hints}
+    return pa.schema([pa.field(f.name, types.get(f.name, f.type)) for f in schema])
 
 
 # (batch, where(i) → location of row i, reject(err, raw)) → the converted batch
@@ -267,7 +278,7 @@ class BatchWriter:
         if self._fmt == "parquet":
             from cdc.formats.parquet.threads import ThreadedParquetWriter
 
-            return ThreadedParquetWriter(self._stream, schema)
+            return ThreadedParquetWriter(self._stream, schema, dictionary="auto")
         from cdc.formats.delimited import ArrowCsvWriter
 
         return ArrowCsvWriter(self._stream, schema, "\t" if self._fmt == "tsv" else ",")

@@ -119,3 +119,12 @@ def replace_substring(values: Any, pattern: str, replacement: str) -> Any:
     from pyarrow._compute import ReplaceSubstringOptions
 
     return call_function("replace_substring", [values], ReplaceSubstringOptions(pattern, replacement))
+
+
+def call(name: str, *args: Any, options: Any = None) -> Any:
+    """Any kernel by name (``pc.call("abs", x)``): scalars in ``args`` are Python values."""
+    return call_function(name, list(args), options)
+
+
+def all(values: Any) -> Any:  # noqa: A001 - the kernel's name
+    return call_function("all", [values])

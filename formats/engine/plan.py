@@ -35,6 +35,18 @@ def _arrow() -> Path:
     return Path("arrow", arrow.accepts, arrow.run)
 
 
+def _arrow_state() -> Path:
+    from cdc.formats.engine import arrow_state
+
+    return Path("arrow-state", arrow_state.accepts, arrow_state.run)
+
+
+def _lines_arrow() -> Path:
+    from cdc.formats.engine import arrow_lines
+
+    return Path("lines-arrow", arrow_lines.accepts, arrow_lines.run)
+
+
 def _kernel_lines() -> Path:
     from cdc.formats.engine import lines
     from cdc.formats.engine.native import kernel
@@ -61,6 +73,8 @@ def _rows() -> Path:
 PATHS: dict[str, Callable[[], Path]] = {
     "keyed-kernel": _keyed_kernel,
     "arrow": _arrow,
+    "arrow-state": _arrow_state,
+    "lines-arrow": _lines_arrow,
     "kernel-lines": _kernel_lines,
     "lines": _lines,
     "rows": _rows,

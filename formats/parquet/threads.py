@@ -6,7 +6,8 @@ on where in the file it lands; only the footer holds absolute offsets. So each b
 encoded by pyarrow as a small Parquet file of its own, on a pool thread (pyarrow drops the
 GIL); its row group bytes are appended to the output in batch order, and its footer entry,
 moved by the offset it landed at, goes into the one footer written at the end. The result is
-byte for byte the file one ``pyarrow.parquet.ParquetWriter`` writes from the same batches.
+byte for byte the file one ``pyarrow.parquet.ParquetWriter`` writes from the same batches (with
+the same options: the engine's writers choose per column whether a dictionary pays, below).
 """
 
 from __future__ import annotations
@@ -27,27 +28,61 @@ CHUNK_FILE_OFFSET, CHUNK_META, CHUNK_OFFSET_INDEX, CHUNK_COLUMN_INDEX = 2, 3, 4,
 META_OFFSETS = (9, 10, 11, 14)  # absolute: data, index and dictionary page; bloom filter
 
 
-def _encoded(schema: Any, batch: Any | None) -> memoryview:
+def _encoded(schema: Any, batch: Any | None, dictionary: Any = True) -> memoryview:
     """A Parquet file holding ``batch`` as its one row group (no row group for None)."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
+
+    from cdc.formats.parquet.io import parquet_writer
 
     sink = pa.BufferOutputStream()
     # pyarrow's defaults, but never a page index: it sits after the row groups with offsets of
     # its own, which _moved cannot move.
-    with pq.ParquetWriter(sink, schema, write_page_index=False) as writer:
-        if batch is not None:
-            writer.write_batch(batch)
+    writer = parquet_writer(sink, schema, dictionary)
+    if batch is not None:
+        writer.write_table(pa.Table.from_batches([batch], batch.schema), row_group_size=None)
+    writer.close()
     return memoryview(sink.getvalue())
+
+
+DICTIONARY_SHARE = 0.5  # a column is dictionary-encoded when at most this share of its values differ
+
+
+def dictionary_columns(batch: Any) -> list[str]:
+    """The columns whose dictionary pays for itself in this batch: fewer distinct values than
+    half its rows. pyarrow encodes every column with a dictionary (and falls back to plain only
+    past a 1 MB dictionary page), so in a 64k-row group a column of nearly unique values — ids,
+    uuids, amounts, times — is stored as a dictionary of all its values plus an index per row,
+    a third larger than its plain values, and slower to write."""
+    import pyarrow as pa
+
+    from cdc.formats.engine import arrow_compute as pc
+
+    rows = len(batch)
+    chosen = []
+    for field, column in zip(batch.schema, batch.columns, strict=True):
+        kind = field.type
+        if pa.types.is_nested(kind) or pa.types.is_dictionary(kind) or pa.types.is_null(kind) or rows == 0:
+            chosen.append(field.name)  # pyarrow's own choice
+            continue
+        if pa.types.is_boolean(kind):
+            continue  # booleans are bit-packed: no dictionary either way
+        distinct = pc.call("count_distinct", column).as_py()
+        if distinct <= rows * DICTIONARY_SHARE:
+            chosen.append(field.name)
+    return chosen
 
 
 class ThreadedParquetWriter:
     """``write_batch`` and ``close``, like ``pyarrow.parquet.ParquetWriter`` on a stream that
-    need not seek (a pipe). At most ``threads + 1`` batches are in flight, so memory stays flat."""
+    need not seek (a pipe). At most ``threads + 1`` batches are in flight, so memory stays flat.
 
-    def __init__(self, stream: BinaryIO, schema: Any, threads: int | None = None):
+    ``dictionary`` is pyarrow's ``use_dictionary`` (True: every column), or ``"auto"``: the
+    columns ``dictionary_columns`` picks from the first batch, for the whole file."""
+
+    def __init__(self, stream: BinaryIO, schema: Any, threads: int | None = None, dictionary: Any = True):
         self._stream = stream
         self._schema = schema
+        self._dictionary = dictionary
         threads = threads or min(4, os.cpu_count() or 1)
         self._pool = ThreadPoolExecutor(threads, thread_name_prefix="cdc-parquet")
         self._pending: deque[Future[memoryview]] = deque()
@@ -60,7 +95,9 @@ class ThreadedParquetWriter:
     def write_batch(self, batch: Any) -> None:
         if batch.schema != self._schema:
             raise ValueError(f"batch schema {batch.schema} is not the file's {self._schema}")
-        self._pending.append(self._pool.submit(_encoded, self._schema, batch))
+        if self._dictionary == "auto":
+            self._dictionary = dictionary_columns(batch)
+        self._pending.append(self._pool.submit(_encoded, self._schema, batch, self._dictionary))
         while len(self._pending) > self._most_pending:
             self._append(self._pending.popleft().result())
 
@@ -71,7 +108,7 @@ class ThreadedParquetWriter:
         finally:
             self._pool.shutdown(cancel_futures=True)
         if not self._position:  # no batch: the schema and no row groups
-            self._append(_encoded(self._schema, None))
+            self._append(_encoded(self._schema, None, True if self._dictionary == "auto" else self._dictionary))
         footer = thrift.with_field(self._footer, FILE_NUM_ROWS, I64, self._rows)
         footer = thrift.with_field(footer, FILE_ROW_GROUPS, LIST, (STRUCT, self._row_groups))
         encoded = thrift.write_struct(footer)

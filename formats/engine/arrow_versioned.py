@@ -1,0 +1,196 @@
+"""``materialize --as-of`` on Arrow batches (``core.versioned.VersionedState``).
+
+A change counts when its time is not null and at or before the point (``arrow_time``). With a
+key, the key's version is the counting change with the greatest time, the latest to arrive on
+a tie (``TimePoint(stored).compare(new) >= 0`` replaces), and the key keeps the place of its
+first counting change; a version that is a ``-U``/``-D`` leaves the key out. Times are ranked
+over the carried versions and the chunk together, so they compare across chunks; values of
+mixed classes (numbers and date-times …) hand the input to the row path, which knows their
+pairwise order. Without a key, the counting changes make a multiset (``MultisetMaterialize``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from cdc.core.specs import MaterializeSpec
+from cdc.core.state import Findings
+from cdc.core.timeorder import TimePoint
+from cdc.core.versioned import VersionedState
+from cdc.formats.engine import arrow_compute as pc
+from cdc.formats.engine.arrow_rules import (
+    AFTER,
+    INSERT,
+    KINDS,
+    STATE_SEQ,
+    Materialize,
+    MultisetMaterialize,
+    column,
+    count_codes,
+    kind_codes,
+    same_as_previous,
+    without,
+)
+from cdc.formats.engine.job import Result
+
+ARRIVAL = "__cdc_arrival"
+
+
+def _pa() -> Any:
+    import pyarrow as pa
+
+    return pa
+
+
+class VersionedSummary(VersionedState):
+    """A versioned table's account without its rows, which went out as Arrow."""
+
+    live = 0
+
+    def __len__(self) -> int:
+        return self.live
+
+
+class AsOf(Materialize):
+    @classmethod
+    def takes(cls, spec: MaterializeSpec, schema: Any) -> bool:
+        tc = spec.time_column
+        if tc is None or tc not in schema.names or tc == spec.kind_column:
+            return False
+        return super().takes(spec, schema)
+
+    def __init__(self, spec: MaterializeSpec, schema: Any, result: Result):
+        super().__init__(spec, schema, result)
+        assert spec.time_column is not None
+        self.tc = spec.time_column
+        self.point = TimePoint(spec.as_of)
+        self.after = 0
+        # Without a key: a multiset of the changes that count
+        self.multiset = None if spec.key else MultisetMaterialize(spec, schema, result)
+
+    def _counting(self, table: Any) -> Any:
+        """Whether each change is at or before the point (a null time never is)."""
+        from cdc.formats.engine.arrow_time import compare_to
+
+        times = column(table, self.tc)
+        at_or_before = pc.call("less_equal", compare_to(times, self.point), 0)
+        return pc.and_(pc.is_valid(times), at_or_before)
+
+    def apply(self, table: Any, offset: int, sink: Any) -> bool:
+        pa = _pa()
+        counting = self._counting(table)
+        left_out = len(table) - count_true(counting)
+        if self.multiset is not None:
+            multiset = self.multiset
+            saved = (list(multiset.by_kind), multiset.retract, multiset.upsert)
+            if not multiset.apply(pc.filter(table, counting), offset, sink):
+                return False
+            multiset.by_kind, multiset.retract, multiset.upsert = saved  # counted here, as the row path does
+        else:
+            chunk = pc.filter(table, counting)
+            arrivals = pc.filter(_arange(len(table), offset), counting)
+            chunk = chunk.append_column(STATE_SEQ, arrivals).append_column(ARRIVAL, arrivals)
+            work = chunk if self.state is None else pa.concat_tables([self.state, chunk]).combine_chunks()
+            if not self._versions(work):
+                return False
+        self.after += left_out
+        for i, n in enumerate(count_codes(kind_codes(table.column(self.kc)))):
+            self.by_kind[i] += n
+        return True
+
+    def _versions(self, work: Any) -> bool:
+        """The state after ``work`` (carried versions, then the chunk's counting changes)."""
+        from pyarrow._compute import SortOptions
+
+        from cdc.formats.engine.arrow_rules import group_codes, same_as_next
+        from cdc.formats.engine.arrow_time import ranks
+
+        pa = _pa()
+        if not len(work):
+            self.state = work
+            return True
+        ranked = ranks(column(work, self.tc))
+        if ranked is None:
+            return False
+        codes = group_codes(work, self.spec.key)  # dense, numbered in order of first appearance
+        # each key's place: its first counting change (a carried version keeps its own)
+        order = pc.call("sort_indices", codes)
+        first = pc.filter(order, pc.invert(same_as_previous(pc.take(codes, order))))
+        places = pc.take(column(work, STATE_SEQ), first)  # by group number
+        # each key's version: the greatest time, the latest arrival on a tie
+        table = pa.table({"g": codes, "t": ranked, "a": column(work, ARRIVAL)})
+        options = SortOptions([("g", "ascending"), ("t", "ascending"), ("a", "ascending")])
+        versions = pc.call("sort_indices", table, options=options)
+        last = pc.invert(same_as_next(same_as_previous(pc.take(codes, versions))))
+        state = pc.take(work, pc.filter(versions, last))  # by group number too
+        self.state = state.set_column(state.schema.get_field_index(STATE_SEQ), STATE_SEQ, places)
+        return True
+
+    def _table(self) -> Any:
+        if self.multiset is not None:
+            return self.multiset._table()
+        state = self._ordered_state()
+        if state is None:
+            return None
+        kinds = kind_codes(state.column(self.kc))
+        return pc.filter(state, pc.or_(pc.equal(kinds, INSERT), pc.equal(kinds, AFTER)))
+
+    def finish(self, sink: Any) -> None:
+        table = self._table()
+        summary = VersionedSummary(self.spec.key, self.tc, self.spec.as_of, Findings(self.spec.policy), self.metadata)
+        summary.live = len(table) if table is not None else 0
+        summary.after = self.after
+        for kind, n in zip(KINDS, self.by_kind, strict=True):
+            if n:
+                summary.by_kind[kind] += n
+        self.result.detail = summary
+        if table is None or not len(table):
+            return
+        out = table.select(without(self.images, self.metadata))
+        if self.spec.sort:
+            from cdc.formats.engine.arrow_rules import sort_by_key
+
+            out = sort_by_key(out, self.spec.key)
+        sink.table(out)
+
+    def hand_over(self, steps_for: Callable[..., Any], where: Any) -> Any:
+        from cdc.core.rowstore import row_identity
+
+        steps = steps_for(self.spec, self.result, where)
+        state: VersionedState = self.result.detail
+        state.after = self.after
+        for kind, n in zip(KINDS, self.by_kind, strict=True):
+            if n:
+                state.by_kind[kind] += n
+        if self.multiset is not None:
+            ordered = self.multiset._ordered_state()
+            if ordered is not None:
+                entries = state._multiset.rows
+                counts = ordered.column("__cdc_count").to_pylist()
+                for row, count in zip(ordered.select(self.images).to_pylist(), counts, strict=True):
+                    entries[row_identity(row, self.metadata)] = [row, count]
+            return steps
+        ordered = self._ordered_state()
+        if ordered is not None:
+            kinds = ordered.column(self.kc).to_pylist()
+            for row, text in zip(ordered.select(self.images).to_pylist(), kinds, strict=True):
+                key = state.key_of(row)  # type: ignore[misc]
+                state._versions[key] = (row[self.tc], KINDS[KIND_CODE[text]], row)
+        self.state = None
+        return steps
+
+
+KIND_CODE = {"+I": 0, "-U": 1, "+U": 2, "-D": 3, "INSERT": 0, "UPDATE_BEFORE": 1, "UPDATE_AFTER": 2, "DELETE": 3}
+
+
+def count_true(mask: Any) -> int:
+    from cdc.formats.engine.arrow_rules import count_true as count
+
+    return count(mask)
+
+
+def _arange(n: int, start: int) -> Any:
+    from cdc.formats.engine.arrow_rules import arange
+
+    return arange(n, start)
