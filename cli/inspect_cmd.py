@@ -14,7 +14,7 @@ from cdc.core.specs import InspectSpec
 from cdc.formats.jsonl import encode_default
 
 
-@o.cdc_command(o.INPUT, o.ERRORS, o.REPORT)
+@o.cdc_command(o.INPUT, o.ERRORS, o.REPORT, o.SQL)
 def command(
     common: o.Common,
     key: o.KeyOpt = None,
@@ -37,6 +37,7 @@ def command(
       --time-column update_time
     cdc debezium-decode samples/mysql-inventory.jsonl \\
       | cdc inspect --key id --json
+    cdc inspect samples/product-prices.jsonl --print-sql
     ```
     """
     spec = InspectSpec(
@@ -45,6 +46,11 @@ def command(
         time_column=time_column,
         commit_columns=o.commit_columns(commit_columns),
     )
+    if common.print_sql:
+        from cdc.cli.print_sql import print_inspect_sql
+
+        print_inspect_sql(common, spec)
+        return
     result = run(common, spec, "inspect")
     report = result.detail.as_dict(common.inputs)
     if as_json:

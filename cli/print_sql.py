@@ -21,6 +21,7 @@ from cdc.core.flinksql import (
     decode_sql,
     from_changelog_sql,
     infer_columns,
+    inspect_sql,
     materialize_sql,
     replay_sql,
     scan_records,
@@ -32,6 +33,7 @@ from cdc.core.specs import (
     DecodeSpec,
     EncodeSpec,
     FromChangelogSpec,
+    InspectSpec,
     MaterializeSpec,
     ReplaySpec,
     ToChangelogSpec,
@@ -422,6 +424,24 @@ def print_encode_sql(common: Common, spec: EncodeSpec) -> None:
             kind_column=spec.kind_column,
             split_updates=spec.split_updates,
             flink_version=common.flink_version,
+            empty_strings=got.empty_strings,
+            debezium=got.info,
+        )
+    )
+
+
+def print_inspect_sql(common: Common, spec: InspectSpec) -> None:
+    """The changes per kind (and the time range per kind) — the part of cdc's report one
+    streaming GROUP BY computes; the script's header says what it leaves out."""
+    got = changelog_sample(common, spec, spec.kind_column)
+    emit(
+        inspect_sql(
+            got.source,
+            got.types,
+            spec.kind_column,
+            time_column=spec.time_column,
+            flink_version=common.flink_version,
+            sink=_sink(common),
             empty_strings=got.empty_strings,
             debezium=got.info,
         )

@@ -422,3 +422,25 @@ def test_upsert_kafka_source_only_for_upsert_input() -> None:
         assert "an upsert-kafka source is an upsert table" in refusal_of([*args, *kafka])
     replay = ["replay", SAMPLES / "flat-cdc.jsonl", "--input-mode", "upsert", "--key", "id", *kafka]
     assert "PRIMARY KEY (`id`) NOT ENFORCED" in statements(sql_of(replay))[1]
+
+
+def test_inspect_counts_changes_per_kind_as_cdc_writes_the_codes() -> None:
+    parts = statements(sql_of(["inspect", SAMPLES / "product-prices.jsonl", "-t", "update_time"]))
+    assert "FROM_CHANGELOG(" in parts[2] and "TO_CHANGELOG(" in parts[3], "kinds read, then written as codes"
+    assert "'INSERT', '+I'" in parts[3] and "'DELETE', '-D'" in parts[3]
+    assert parts[-1].startswith("SELECT `op` AS `kind`, COUNT(*) AS `changes`, MIN(`update_time`)")
+    assert parts[-1].endswith("GROUP BY `op`;")
+
+
+def test_inspect_of_debezium_events_counts_what_the_format_decodes() -> None:
+    # Flink 2.3 ran this script: +I 11, -U 4, +U 4, -D 1, cdc inspect's counts of the same file
+    events = CONFORMANCE / "flink-debezium" / "debezium-data-schema-exclude.txt"
+    sql = sql_of(["inspect", events, "--input-format", "debezium"])
+    parts = statements(sql)
+    assert "'format' = 'debezium-json'" in sql and "FROM_CHANGELOG" not in sql
+    assert parts[-1].endswith("GROUP BY `op`;")
+    assert "consistency findings" in sql.splitlines()[1], "the header says what the script leaves out"
+
+
+def test_inspect_time_column_must_exist() -> None:
+    assert "--time-column 'nope'" in refusal_of(["inspect", SAMPLES / "product-prices.jsonl", "-t", "nope"])
