@@ -10,8 +10,11 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 from helpers import invoke, read_parquet, write_csv, write_parquet
@@ -41,31 +44,61 @@ def _paths_for(job: Job) -> list[str]:
     return [name for name, make in PATHS.items() if make().accepts(resolved)]
 
 
-def _outcome(job: Job, path: str, out: Path, rejects: Path | None) -> tuple[Any, ...]:
+def _outcome(job: Job, path: str, out: Path, rejects: Path | None, raw: bool = False) -> tuple[Any, ...]:
     try:
         result = run_job(job, path=path)
     except CdcError as err:
         return ("error", str(err), err.hint)
-    if out.suffix == ".parquet":
-        rows: Any = read_parquet(out)
+    if not out.exists():  # inspect: a report, no output
+        rows: Any = None
+    elif out.suffix == ".parquet":
+        rows = read_parquet(out)
     elif out.suffix == ".csv":
         rows = out.read_text(encoding="utf-8")
     else:
         rows = [list(_literal_json(line).items()) for line in out.read_text(encoding="utf-8").split("\n") if line]
     skipped = []
     if rejects is not None and rejects.exists():
-        skipped = [(r["line"], r["error"]) for r in map(json.loads, rejects.read_text().split("\n")[:-1])]
+        records = map(json.loads, rejects.read_text().split("\n")[:-1])
+        skipped = [(r["line"], r["error"], r["raw"] if raw else None) for r in records]
     counts = result.counts
-    return rows, dict(counts.by_kind), counts.dropped, dict(counts.notes), result.read, result.skipped, skipped
+    detail = _detail(result)
+    return rows, dict(counts.by_kind), counts.dropped, dict(counts.notes), result.read, result.skipped, skipped, detail
 
 
-def _all_paths_agree(job: Job, out: Path, rejects: Path | None, expect_paths: int) -> None:
+def _detail(result: Any) -> Any:
+    """What a stateful command reports besides its rows, as the CLI shows it: materialize's
+    --stats line and findings, inspect's report (numbers by spelling), replay's counts."""
+    import dataclasses
+
+    import orjson
+
+    from cdc.cli.report import state_stats
+    from cdc.core.profile import Profile
+    from cdc.core.replay import ReplayCounts
+    from cdc.core.state import TableState
+    from cdc.formats.jsonl import encode_default
+
+    detail = result.detail
+    if isinstance(detail, Profile):
+        return orjson.dumps(detail.as_dict(["input"]), default=encode_default)
+    if isinstance(detail, TableState):
+        findings = detail.findings
+        stats = state_stats(detail, result.read, result.counts.written)
+        return stats, findings.total, dict(findings.counts), [str(f) for f in findings.examples]
+    if isinstance(detail, ReplayCounts):
+        return dataclasses.asdict(detail)
+    return None
+
+
+def _all_paths_agree(job: Job, out: Path, rejects: Path | None, expect_paths: int, raw: bool = False) -> None:
+    """``raw``: the rejected records' text too (the JSON-lines paths keep the line as it was)."""
     names = _paths_for(job)
     assert "rows" in names and len(names) >= expect_paths, names
-    reference = _outcome(job, "rows", out, rejects)
+    reference = _outcome(job, "rows", out, rejects, raw)
     for name in names:
         if name != "rows":
-            assert _outcome(job, name, out, rejects) == reference, name
+            assert _outcome(job, name, out, rejects, raw) == reference, name
 
 
 def _lines_paths() -> int:
@@ -312,3 +345,213 @@ def test_a_repeated_member_name_keeps_the_last_value_at_any_depth(tmp_path: Path
     log.write_text('{"op":"+I","id":1,"v":{"x":1,"x":2},"w":[{"a":1,"a":3}]}\n')
     said = _on_every_path(["to-changelog", log])
     assert {out for _, out, _ in said} == {'{"op":"INSERT","id":1,"v":{"x":2},"w":[{"a":3}]}\n'}
+
+
+# -- the state engine (materialize without a key or --dedup, inspect, replay, debezium-encode) ----
+
+# Values spelled in every way a changelog may: equal under Python's == though written otherwise
+# (1, 1.0, 1.50, 15e-1, true; "x" and "\u0078"), nested ones (member order differs), floats past
+# 15 digits, big integers, -0; keys the kernel takes and keys it hands over (objects).
+KEY_TEXTS = ["0", "1", "2", "3", '"a"', '"b"', '"\\u0061"', '"é"', "1.0", "true", "null", "2.5", "-0"]
+ODD_KEYS = ['{"x":1}', "[1]", "1e0", "0.30000000000000004"]
+VALUE_TEXTS = ["1", "1.50", "1.5", "15e-1", "2", '"x"', '"\\u0078"', "true", "false", "null", '{"a":1,"b":2}',
+               '{"b":2,"a":1}', "[1,2]", "0.30000000000000004", "0.3000000000000000444", "12345678901234567890",
+               "-0", "-0.0", "0", '"caf\\u00e9"', '"café"', "1e300"]  # fmt: skip
+TIME_TEXTS = ["1", "2", "3", "10", "2.5", '"5"', '"2024-01-01"', '"2024-01-01T00:00:00"', "null", '"x"']
+
+
+@st.composite
+def changelogs(draw: st.DrawFn) -> bytes:
+    """Changelog lines: runs of changes a table could have made (what the kernel applies), with
+    contradicting changes, odd spellings, bad lines, blank lines, repeated and escaped names and
+    keys the kernel hands over mixed in."""
+    live: dict[str, str] = {}
+    out = []
+    two_keys = draw(st.booleans())
+    clean = draw(st.booleans())  # half the logs hold nothing that hands the kernel's state over
+    shapes = ["change"] * 14 + ["blank", "garbage", "badkind", "array"] + ([] if clean else ["odd", "nokey"])
+    values = [v for v in VALUE_TEXTS if not clean or v[0] not in "{[" and len(v) < 17 and v != "1e300"]
+    for _ in range(draw(st.integers(1, 40))):
+        shape = draw(st.sampled_from(shapes))
+        if shape in ("blank", "garbage", "badkind", "array"):
+            bad = {"blank": "", "garbage": '{"op":"+I",', "badkind": '{"op":"UPSERT","id":1}', "array": "[1]"}
+            out.append(bad[shape])
+            continue
+        key = draw(st.sampled_from(KEY_TEXTS + (ODD_KEYS if shape == "odd" else [])))
+        consistent = shape == "change" and draw(st.integers(0, 4)) > 0
+        members = {"id": key}
+        if two_keys:
+            members["w"] = draw(st.sampled_from(["1", '"w"']))
+        if draw(st.booleans()):
+            members["v"] = draw(st.sampled_from(values))
+        if draw(st.integers(0, 5)):
+            members["t"] = draw(st.sampled_from(TIME_TEXTS))
+        row = ",".join(f'"{k}":{v}' for k, v in members.items())
+        identity = key + "|" + members.get("w", "")
+        if consistent:
+            if identity not in live:
+                changes = [("+I", row)]
+                live[identity] = row
+            elif draw(st.booleans()):
+                changes = [("-U", live[identity]), ("+U", row)]
+                live[identity] = row
+            else:
+                changes = [("-D", live.pop(identity))]
+        else:
+            kinds = ["+I", "-U", "+U", "-D", "INSERT", "UPDATE_AFTER", "DELETE"]
+            changes = [(draw(st.sampled_from(kinds)), row)]
+        for kind, image in changes:
+            text = f'"op":"{kind}",' + image
+            if shape == "nokey":
+                text = text.replace('"id":', '"idx":')
+            elif shape == "odd":
+                text = draw(st.sampled_from([text, text.replace('"v":', '"\\u0076":'), text + ',"id":9']))
+            if draw(st.integers(0, 6)) == 0:
+                text = text.replace(",", ", ").replace('":', '": ')
+            out.append("{" + text + "}")
+    return ("\n".join(out) + "\n").encode()
+
+
+def _state_job(tmp: str, data: bytes, spec: Any, skip: bool, out_name: str = "out.jsonl") -> tuple[Job, Path, Path]:
+    src, out, rejects = Path(tmp, "in.jsonl"), Path(tmp, out_name), Path(tmp, "rejects.jsonl")
+    src.write_bytes(data)
+    on_error = OnError.skip if skip else OnError.fail
+    job = Job(spec, (str(src),), output=str(out), on_error=on_error, rejects=str(rejects) if skip else None)
+    return job, out, rejects
+
+
+def _state_paths() -> int:
+    from cdc.formats.engine.native import kernel
+
+    return 2 if kernel.available() else 1  # rows, and state-kernel where the kernel was built
+
+
+@contextmanager
+def _chunks(small: bool) -> Iterator[None]:
+    """The state paths read their input in chunks of 64 bytes too: pairs cut, state carried on."""
+    from cdc.formats.engine.native import state
+
+    size = state.CHUNK
+    state.CHUNK = 64 if small else size
+    try:
+        yield
+    finally:
+        state.CHUNK = size
+
+
+policies = st.sampled_from(["warn", "fail", "ignore"])
+
+
+@SETTINGS
+@given(
+    data=changelogs(),
+    small=st.booleans(),
+    keyed=st.booleans(),
+    dedup=st.booleans(),
+    policy=policies,
+    skip=st.booleans(),
+    sort=st.booleans(),
+    out=st.sampled_from(["out.jsonl", "out.csv"]),
+)
+def test_materialize_without_a_key_or_dedup_agrees_on_every_path(
+    data: bytes, small: bool, keyed: bool, dedup: bool, policy: str, skip: bool, sort: bool, out: str
+) -> None:
+    from cdc.core.specs import MaterializeSpec
+    from cdc.core.state import Policy
+
+    key = ("id",) if keyed else ()
+    spec = MaterializeSpec(key=key, policy=Policy(policy), dedup=dedup or keyed, sort=sort)
+    with tempfile.TemporaryDirectory() as tmp, _chunks(small):
+        job, out_path, rejects = _state_job(tmp, data, spec, skip, out)
+        _all_paths_agree(job, out_path, rejects if skip else None, _state_paths(), raw=True)
+
+
+@SETTINGS
+@given(
+    data=changelogs(),
+    small=st.booleans(),
+    key=st.sampled_from([(), ("id",), ("id", "w")]),
+    timed=st.booleans(),
+    skip=st.booleans(),
+)
+def test_inspect_agrees_on_every_path(data: bytes, small: bool, key: tuple[str, ...], timed: bool, skip: bool) -> None:
+    from cdc.core.specs import InspectSpec
+
+    spec = InspectSpec(key=key, time_column="t" if timed else None)
+    with tempfile.TemporaryDirectory() as tmp, _chunks(small):
+        job, out, rejects = _state_job(tmp, data, spec, skip)
+        _all_paths_agree(job, out, rejects if skip else None, _state_paths(), raw=True)
+
+
+bounds = st.sampled_from([None, "2", "3", "2.5", "2024-01-01", "0"])
+
+
+@SETTINGS
+@given(
+    data=changelogs(),
+    small=st.booleans(),
+    key=st.sampled_from([("id",), ("id", "w")]),
+    emit=st.sampled_from(["retract", "upsert"]),
+    keep_noop=st.booleans(),
+    order_by=st.sampled_from([None, "t"]),
+    timed=st.booleans(),
+    since=bounds,
+    until=bounds,
+    net=st.booleans(),
+    skip=st.booleans(),
+)
+def test_replay_agrees_on_every_path(
+    data: bytes,
+    small: bool,
+    key: tuple[str, ...],
+    emit: str,
+    keep_noop: bool,
+    order_by: str | None,
+    timed: bool,
+    since: str | None,
+    until: str | None,
+    net: bool,
+    skip: bool,
+) -> None:
+    from cdc.core.specs import ReplaySpec
+
+    if not timed:
+        since = until = None
+    net = net and since is not None and until is not None
+    spec = ReplaySpec(key, emit, keep_noop, order_by, "t" if timed else None, since, until, net)
+    with tempfile.TemporaryDirectory() as tmp, _chunks(small):
+        job, out, rejects = _state_job(tmp, data, spec, skip)
+        _all_paths_agree(job, out, rejects if skip else None, _state_paths(), raw=True)
+
+
+@SETTINGS
+@given(
+    data=changelogs(),
+    small=st.booleans(),
+    key=st.sampled_from([(), ("id",), ("id", "w")]),
+    split=st.booleans(),
+    timed=st.booleans(),
+    source=st.booleans(),
+    skip=st.booleans(),
+)
+def test_debezium_encode_agrees_on_every_path(
+    data: bytes, small: bool, key: tuple[str, ...], split: bool, timed: bool, source: bool, skip: bool
+) -> None:
+    import datetime as dt
+
+    from cdc.core.specs import EncodeSpec
+
+    class Frozen(dt.datetime):  # ts_ms without a time column is the time of the run: one time for all
+        @classmethod
+        def now(cls, tz: Any = None) -> Any:
+            return dt.datetime(2024, 5, 6, 7, 8, 9, 123000, tzinfo=tz)
+
+    spec = EncodeSpec(
+        split_updates=split,
+        time_column="t" if timed else None,
+        source=(("db", "inventory"), ("n", 1)) if source else (),
+        key=key,
+    )
+    with tempfile.TemporaryDirectory() as tmp, _chunks(small), mock.patch("cdc.formats.debezium.dt.datetime", Frozen):
+        job, out, rejects = _state_job(tmp, data, spec, skip)
+        _all_paths_agree(job, out, rejects if skip else None, _state_paths(), raw=True)

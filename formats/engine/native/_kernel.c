@@ -36,6 +36,12 @@ typedef const unsigned char *ptr;
 
 #define UNUSED(x) (void)(x)
 
+#if defined(__GNUC__) || defined(__clang__)
+#define PREFETCH(address) __builtin_prefetch(address)
+#else
+#define PREFETCH(address) ((void)(address))
+#endif
+
 /* The chunk of an entry point and where to start in it: 0 <= start <= len(chunk). */
 static int check_start(Py_ssize_t start, const Py_buffer *chunk) {
     if (start < 0 || start > chunk->len) {
@@ -1048,23 +1054,35 @@ typedef struct {
 #define INLINE_KEY 24
 #define MAX_ENTRIES ((Py_ssize_t)1 << 28) /* the index (4 slots per entry) holds int32 entry numbers */
 
+#define RETRACTED 1u /* a -U took the row; its slot waits for the +U */
+#define DELETED 2u   /* a table that keeps deleted keys (inspect): the key was deleted, its row kept */
+#define HAS_ORDER 4u /* replay --order-by: the stored version's order value is known ... */
+#define ORDER_INT 8u /* ... as the integer in aux (else as its text in order) */
+
 typedef struct {
     uint64_t hash;
-    PyObject *row; /* owned bytes; NULL: deleted */
+    PyObject *row;   /* owned bytes; NULL: deleted */
+    PyObject *order; /* owned bytes or NULL: replay's order value, when it is not a plain integer */
+    int64_t aux;     /* a multiset's count of the row; replay's order value as an integer */
     uint32_t key_len; /* <= MAX_KEY_BYTES */
-    uint32_t retracted;
+    uint32_t flags;   /* RETRACTED, DELETED, HAS_ORDER, ORDER_INT */
     union {
         char bytes[INLINE_KEY];
         char *heap;
     } key;
 } Entry;
 
+/* The entries and their index: the Table type's, and each State's. */
 typedef struct {
-    PyObject_HEAD
     Entry *entries;
     Py_ssize_t n_entries, cap, live;
     int32_t *index; /* -1 empty, else an entry; size 4 * cap, a power of two */
     Py_ssize_t mask;
+} Tab;
+
+typedef struct {
+    PyObject_HEAD
+    Tab tab;
 } Table;
 
 static PyTypeObject TableType;
@@ -1075,7 +1093,7 @@ static const char *entry_key(const Entry *e) { return e->key_len <= INLINE_KEY ?
 static uint64_t key_hash(const char *key, Py_ssize_t len) { return siphash13(key, (size_t)len); }
 
 /* The index slot for this key: empty (-1), or holding the entry with this key (live or not). */
-static Py_ssize_t table_slot(const Table *t, const char *key, Py_ssize_t len, uint64_t hash) {
+static Py_ssize_t table_slot(const Tab *t, const char *key, Py_ssize_t len, uint64_t hash) {
     Py_ssize_t s = (Py_ssize_t)(hash & (uint64_t)t->mask);
     for (;;) {
         int32_t at = t->index[s];
@@ -1088,13 +1106,14 @@ static Py_ssize_t table_slot(const Table *t, const char *key, Py_ssize_t len, ui
 
 static void entry_clear(Entry *e) {
     Py_CLEAR(e->row);
+    Py_CLEAR(e->order);
     if (e->key_len > INLINE_KEY) PyMem_RawFree(e->key.heap);
     e->key_len = 0;
 }
 
 /* Room for one more entry: drop deleted entries, or double; the index is rebuilt. Whatever can
  * fail (the allocations) comes first: on a MemoryError the table is as it was. */
-static int table_make_room(Table *t) {
+static int table_make_room(Tab *t) {
     if (t->n_entries < t->cap) return 0;
     Py_ssize_t kept = 0;
     for (Py_ssize_t i = 0; i < t->n_entries; i++) kept += t->entries[i].row != NULL;
@@ -1140,7 +1159,7 @@ static int table_make_room(Table *t) {
 
 /* Put a new entry at the end (the key absent or deleted), taking the reference to row. Whatever
  * can fail comes first: on an error the table is unchanged and row still the caller's. */
-static int table_append(Table *t, const char *key, Py_ssize_t len, uint64_t hash, PyObject *row) {
+static int table_append(Tab *t, const char *key, Py_ssize_t len, uint64_t hash, PyObject *row) {
     if (len < 0 || len > MAX_KEY_BYTES) {
         PyErr_SetString(PyExc_ValueError, "table: key too long");
         return -1;
@@ -1155,7 +1174,9 @@ static int table_append(Table *t, const char *key, Py_ssize_t len, uint64_t hash
     Entry *e = &t->entries[t->n_entries];
     e->hash = hash;
     e->row = row;
-    e->retracted = 0;
+    e->order = NULL;
+    e->aux = 0;
+    e->flags = 0;
     e->key_len = (uint32_t)len;
     if (heap) {
         memcpy(heap, key, (size_t)len);
@@ -1175,7 +1196,7 @@ static int table_append(Table *t, const char *key, Py_ssize_t len, uint64_t hash
 }
 
 /* The live entry for a key (retracted or not), or NULL. */
-static Entry *table_find(Table *t, const char *key, Py_ssize_t len, uint64_t hash) {
+static Entry *table_find(Tab *t, const char *key, Py_ssize_t len, uint64_t hash) {
     int32_t at = t->index[table_slot(t, key, len, hash)];
     if (at < 0 || !t->entries[at].row) return NULL;
     return &t->entries[at];
@@ -1189,7 +1210,7 @@ static int same_row(PyObject *row, const char *image, Py_ssize_t len) {
  * insert of a stored key, a retraction of an absent row, a -U unlike the stored row); -1: a
  * Python error. A retracted row counts as absent, except that a +I/+U puts the row back in its
  * slot. */
-static int apply_change(Table *t, int kind, const char *key, Py_ssize_t key_len, const char *image,
+static int apply_change(Tab *t, int kind, const char *key, Py_ssize_t key_len, const char *image,
                         Py_ssize_t image_len, Applied *a) {
     if (kind < 0 || kind > 3) { /* the callers check: never reached */
         PyErr_SetString(PyExc_SystemError, "kernel: kind index out of range");
@@ -1197,14 +1218,14 @@ static int apply_change(Table *t, int kind, const char *key, Py_ssize_t key_len,
     }
     uint64_t hash = key_hash(key, key_len);
     Entry *e = table_find(t, key, key_len, hash);
-    int stored = e && !e->retracted;
+    int stored = e && !(e->flags & RETRACTED);
     if (kind == 0 || kind == 2) { /* +I, +U */
         if (stored && kind == 0) return 0;
         PyObject *row = PyBytes_FromStringAndSize(image, image_len);
         if (!row) return -1;
         if (e) {
             Py_SETREF(e->row, row);
-            e->retracted = 0;
+            e->flags &= ~RETRACTED;
         } else if (table_append(t, key, key_len, hash, row) < 0) {
             Py_DECREF(row);
             return -1;
@@ -1214,7 +1235,7 @@ static int apply_change(Table *t, int kind, const char *key, Py_ssize_t key_len,
         return 0;
     } else if (kind == 1) { /* -U: the stored row must be the one retracted */
         if (!same_row(e->row, image, image_len)) return 0;
-        e->retracted = 1;
+        e->flags |= RETRACTED;
         a->retract += 1;
     } else { /* -D */
         Py_CLEAR(e->row);
@@ -1228,10 +1249,10 @@ static int apply_change(Table *t, int kind, const char *key, Py_ssize_t key_len,
 /* A -U and the +U right after it for the same key: the stored row replaced in its slot, as the
  * two applied one by one would leave it (half of a changelog's records are such pairs).
  * 1: applied; 0: declined (apply_change then takes the -U alone); -1: a Python error. */
-static int apply_update(Table *t, const char *key, Py_ssize_t key_len, const char *before, Py_ssize_t before_len,
+static int apply_update(Tab *t, const char *key, Py_ssize_t key_len, const char *before, Py_ssize_t before_len,
                         const char *after, Py_ssize_t after_len, Applied *a) {
     Entry *e = table_find(t, key, key_len, key_hash(key, key_len));
-    if (!e || e->retracted || !same_row(e->row, before, before_len)) return 0;
+    if (!e || (e->flags & RETRACTED) || !same_row(e->row, before, before_len)) return 0;
     PyObject *row = PyBytes_FromStringAndSize(after, after_len);
     if (!row) return -1;
     Py_SETREF(e->row, row);
@@ -1244,27 +1265,35 @@ static PyObject *table_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, ":Table", no_keywords)) return NULL;
     Table *t = (Table *)type->tp_alloc(type, 0);
     if (!t) return NULL;
-    if (table_make_room(t) < 0) {
+    if (table_make_room(&t->tab) < 0) {
         Py_DECREF(t);
         return NULL;
     }
     return (PyObject *)t;
 }
 
-static void table_dealloc(Table *t) {
+static void tab_free(Tab *t) {
     for (Py_ssize_t i = 0; i < t->n_entries; i++) entry_clear(&t->entries[i]);
     PyMem_RawFree(t->entries);
     PyMem_RawFree(t->index);
+    t->entries = NULL;
+    t->index = NULL;
+    t->n_entries = t->cap = t->live = 0;
+}
+
+static void table_dealloc(Table *t) {
+    tab_free(&t->tab);
     Py_TYPE(t)->tp_free((PyObject *)t);
 }
 
 /* texts() -> the rows not retracted, in first-insertion order. */
-static PyObject *table_texts(Table *t, PyObject *unused) {
+static PyObject *table_texts(Table *self, PyObject *unused) {
     UNUSED(unused);
+    Tab *t = &self->tab;
     PyObject *out = PyList_New(0);
     for (Py_ssize_t i = 0; out && i < t->n_entries; i++) {
         const Entry *e = &t->entries[i];
-        if (e->row && !e->retracted && PyList_Append(out, e->row) < 0) Py_CLEAR(out);
+        if (e->row && !(e->flags & RETRACTED) && PyList_Append(out, e->row) < 0) Py_CLEAR(out);
     }
     return out;
 }
@@ -1272,13 +1301,14 @@ static PyObject *table_texts(Table *t, PyObject *unused) {
 /* items() -> [(key, row, retracted)] of the live rows, in first-insertion order. Each entry is
  * read before anything that could run Python code (a tuple's allocation may start a garbage
  * collection, whose finalizers could change this table): no pointer into it is kept across. */
-static PyObject *table_items(Table *t, PyObject *unused) {
+static PyObject *table_items(Table *self, PyObject *unused) {
     UNUSED(unused);
+    Tab *t = &self->tab;
     PyObject *out = PyList_New(0);
     for (Py_ssize_t i = 0; out && i < t->n_entries; i++) {
         const Entry *e = &t->entries[i];
         if (!e->row) continue;
-        PyObject *row = Py_NewRef(e->row), *flag = e->retracted ? Py_True : Py_False;
+        PyObject *row = Py_NewRef(e->row), *flag = (e->flags & RETRACTED) ? Py_True : Py_False;
         PyObject *key = PyBytes_FromStringAndSize(entry_key(e), (Py_ssize_t)e->key_len);
         PyObject *item = key ? PyTuple_Pack(3, key, row, flag) : NULL;
         if (!item || PyList_Append(out, item) < 0) Py_CLEAR(out);
@@ -1289,7 +1319,7 @@ static PyObject *table_items(Table *t, PyObject *unused) {
     return out;
 }
 
-static Py_ssize_t table_len(Table *t) { return t->live; }
+static Py_ssize_t table_len(Table *t) { return t->tab.live; }
 
 static PyMethodDef table_methods[] = {
     {"texts", (PyCFunction)table_texts, METH_NOARGS, "The rows not retracted, in first-insertion order."},
@@ -1349,7 +1379,7 @@ static PyObject *keyed(PyObject *self, PyObject *args) {
                 goto done;
             }
             if (!got) break;
-            got = apply_change(table, kind, key.buf, key.len, image.buf, image.len, &a);
+            got = apply_change(&table->tab, kind, key.buf, key.len, image.buf, image.len, &a);
             if (got < 0) goto done;
             if (!got) break;
             lines++;
@@ -1525,7 +1555,7 @@ static PyObject *apply_changes(PyObject *self, PyObject *args) {
             if (r.kind == 1 && r.next < end) { /* -U, then a +U: for the same key? */
                 take_record(r.next, &n);
                 if (n.kind == 2 && n.key_len == r.key_len && !memcmp(n.key, r.key, (size_t)r.key_len)) {
-                    int got = apply_update(table, r.key, r.key_len, r.row, r.row_len, n.row, n.row_len, &a);
+                    int got = apply_update(&table->tab, r.key, r.key_len, r.row, r.row_len, n.row, n.row_len, &a);
                     if (got < 0) goto done;
                     if (got) {
                         records += 2;
@@ -1534,7 +1564,7 @@ static PyObject *apply_changes(PyObject *self, PyObject *args) {
                     }
                 }
             }
-            int got = apply_change(table, r.kind, r.key, r.key_len, r.row, r.row_len, &a);
+            int got = apply_change(&table->tab, r.kind, r.key, r.key_len, r.row, r.row_len, &a);
             if (got < 0) goto done;
             if (!got) {
                 stop = r.offset;
@@ -1546,6 +1576,1522 @@ static PyObject *apply_changes(PyObject *self, PyObject *args) {
     }
 done:
     PyBuffer_Release(&packed);
+    return result_obj;
+}
+
+/* ================================================================ the state engine ========= */
+
+/* materialize without a key or with --dedup, inspect, replay: changes parsed without the GIL
+ * (parse_records, on a thread) into records that a State applies (with the GIL), and
+ * debezium-encode in one pass (encode). What the general state decides from Python values is
+ * decided here from canonical texts: two scalar JSON values have the same canonical text exactly
+ * when Python finds them equal (1 == 1.0 == true, "é" == "\u00e9"), and two rows have the same
+ * canonical text exactly when they are equal dicts. Where that cannot be told from the text (a
+ * nested value, a float of more than 15 significant digits or past 1e15), a State asks Python
+ * (its handle), and parse_records declines a line whose key depends on it. */
+
+/* ---------------------------------------------------------------- canonical values ----- */
+
+/* A string with escapes, decoded: '"', its UTF-8 text with '"' and '\' escaped, '"'. The string
+ * was validated (scan_string): its escapes are whole. 1, or -1 when out of memory. */
+static int canon_escaped_string(Out *o, ptr p, ptr end) {
+    if (out_put_raw(o, "\"", 1) < 0) return -1;
+    p++;
+    end--;
+    ptr run = p;
+    while (p < end) {
+        if (*p != '\\') {
+            p++;
+            continue;
+        }
+        if (out_put_raw(o, run, p - run) < 0 || end - p < 2) return -1;
+        unsigned char e = p[1], buf[4];
+        Py_ssize_t n = 1;
+        if (e == 'u') {
+            unsigned cp = 0, lo = 0;
+            if (end - p < 6 || !hex4(p + 2, &cp)) return -1;
+            p += 6;
+            if (cp >= 0xD800 && cp <= 0xDBFF) {
+                if (end - p < 6 || !hex4(p + 2, &lo)) return -1;
+                cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+                p += 6;
+            }
+            if (cp == '"' || cp == '\\') {
+                buf[0] = '\\', buf[1] = (unsigned char)cp, n = 2;
+            } else if (cp < 0x80) {
+                buf[0] = (unsigned char)cp;
+            } else if (cp < 0x800) {
+                buf[0] = (unsigned char)(0xC0 | (cp >> 6)), buf[1] = (unsigned char)(0x80 | (cp & 0x3F)), n = 2;
+            } else if (cp < 0x10000) {
+                buf[0] = (unsigned char)(0xE0 | (cp >> 12)), buf[1] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
+                buf[2] = (unsigned char)(0x80 | (cp & 0x3F)), n = 3;
+            } else {
+                buf[0] = (unsigned char)(0xF0 | (cp >> 18)), buf[1] = (unsigned char)(0x80 | ((cp >> 12) & 0x3F));
+                buf[2] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F)), buf[3] = (unsigned char)(0x80 | (cp & 0x3F)), n = 4;
+            }
+        } else {
+            unsigned char c = e == 'b' ? '\b' : e == 'f' ? '\f' : e == 'n' ? '\n' : e == 'r' ? '\r' : e == 't' ? '\t' : e;
+            if (c == '"' || c == '\\') buf[0] = '\\', buf[1] = c, n = 2;
+            else buf[0] = c;
+            p += 2;
+        }
+        if (out_put_raw(o, buf, n) < 0) return -1;
+        run = p;
+    }
+    if (out_put_raw(o, run, end - run) < 0 || out_put_raw(o, "\"", 1) < 0) return -1;
+    return 1;
+}
+
+#define CANON_DIGITS 15 /* a decimal of at most 15 significant digits is one double, and no other's */
+
+/* A validated JSON number: an integer as its digits (any length: Python's ints are exact; "-0"
+ * is 0); a float of at most 15 significant digits below 1e15 (and above 1e-290) as the integer it
+ * equals, or else 'f', its sign, digits and exponent. 1; 0: undecided (other floats); -1. */
+static int canon_number(Out *o, ptr v, ptr end) {
+    int neg = *v == '-';
+    ptr p = v + neg, int_start = p;
+    while (p < end && is_digit(*p)) p++;
+    ptr int_end = p, frac = p, frac_end = p;
+    int exp = 0, exp_neg = 0, has_exp = 0;
+    if (p < end && *p == '.') {
+        frac = ++p;
+        while (p < end && is_digit(*p)) p++;
+        frac_end = p;
+    }
+    if (p < end && (*p == 'e' || *p == 'E')) {
+        has_exp = 1;
+        p++;
+        if (p < end && (*p == '+' || *p == '-')) exp_neg = *p++ == '-';
+        while (p < end && is_digit(*p) && exp < 1000) exp = exp * 10 + (*p++ - '0');
+        if (exp_neg) exp = -exp;
+    }
+    if (p != end || int_end == int_start) return 0; /* not what scan_number accepts */
+    if (frac == frac_end && !has_exp) {              /* an integer */
+        if (int_end - int_start == 1 && *int_start == '0') return out_put_raw(o, "0", 1) < 0 ? -1 : 1;
+        if (neg && out_put_raw(o, "-", 1) < 0) return -1;
+        return out_put_raw(o, int_start, int_end - int_start) < 0 ? -1 : 1;
+    }
+    /* the digits of int and fraction as one integer D, the value D * 10^e10 */
+    unsigned char digits[CANON_DIGITS];
+    int nd = 0, e10 = exp - (int)(frac_end - frac), zeros = 0; /* zeros: trailing ones not yet kept */
+    for (int part = 0; part < 2; part++) {
+        ptr s = part ? frac : int_start, se = part ? frac_end : int_end;
+        for (; s < se; s++) {
+            if (*s == '0') {
+                if (nd) zeros++;
+                continue;
+            }
+            if (nd + zeros + 1 > CANON_DIGITS) return 0;
+            while (zeros) digits[nd++] = '0', zeros--;
+            digits[nd++] = *s;
+        }
+    }
+    if (nd == 0) return out_put_raw(o, "0", 1) < 0 ? -1 : 1; /* 0.0, -0e5 */
+    e10 += zeros;                                         /* D's trailing zeros dropped */
+    int adjusted = e10 + nd - 1;                          /* |value| in [10^adjusted, 10^(adjusted+1)) */
+    if (adjusted >= 15 || adjusted < -290) return 0;
+    if (neg && out_put_raw(o, "-", 1) < 0) return -1;
+    if (e10 >= 0) { /* an integer: its digits (at most 15) */
+        if (out_put_raw(o, digits, nd) < 0) return -1;
+        for (int i = 0; i < e10; i++)
+            if (out_put_raw(o, "0", 1) < 0) return -1;
+        return 1;
+    }
+    char tail[8]; /* "e-" and at most 4 digits: -290 <= e10 < 0 here */
+    int n = 0, x = -e10;
+    tail[n++] = 'e', tail[n++] = '-';
+    if (x >= 100) tail[n++] = (char)('0' + x / 100);
+    if (x >= 10) tail[n++] = (char)('0' + x / 10 % 10);
+    tail[n++] = (char)('0' + x % 10);
+    if (out_put_raw(o, "f", 1) < 0 || out_put_raw(o, digits, nd) < 0 || out_put_raw(o, tail, n) < 0) return -1;
+    return 1;
+}
+
+/* The canonical text of a member's value: 1, 0 (undecided: nested, or a float canon_number
+ * cannot place), -1 (out of memory). true and false are 1 and 0, as in Python; null is n. */
+static int canon_value(Out *o, const Member *m) {
+    ptr v = m->val, end = m->val_end;
+    if (end <= v) return 0;
+    switch (*v) {
+    case '"': return m->val_escaped ? canon_escaped_string(o, v, end) : (out_put_raw(o, v, end - v) < 0 ? -1 : 1);
+    case 't': return out_put_raw(o, "1", 1) < 0 ? -1 : 1;
+    case 'f': return out_put_raw(o, "0", 1) < 0 ? -1 : 1;
+    case 'n': return out_put_raw(o, "n", 1) < 0 ? -1 : 1;
+    case '{':
+    case '[': return 0;
+    default: return canon_number(o, v, end);
+    }
+}
+
+/* Member order by name, as written with its quotes: a total order of distinct names (all the
+ * identity needs). Names are short: a loop, not a memcmp call. */
+static int member_name_order(const void *x, const void *y) {
+    const Member *a = *(const Member *const *)x, *b = *(const Member *const *)y;
+    Py_ssize_t na = a->key_end - a->key, nb = b->key_end - b->key, n = na < nb ? na : nb;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (a->key[i] != b->key[i]) return a->key[i] < b->key[i] ? -1 : 1;
+    return (na > nb) - (na < nb);
+}
+
+/* The sorted order of the last row's names: rows of a changelog mostly share their columns, in
+ * the same order, and then share the order of their names too (no sort). */
+typedef struct {
+    int n, skip; /* the members of the last row sorted (n: -1 none), and its kind member */
+    int16_t perm[MAX_MEMBERS];
+    Members last;
+} OrderCache;
+
+static int same_names(const Members *a, const Members *b) {
+    for (int i = 0; i < a->n; i++) {
+        const Member *x = &a->m[i], *y = &b->m[i];
+        Py_ssize_t n = x->key_end - x->key;
+        if (y->key_end - y->key != n) return 0;
+        for (Py_ssize_t k = 0; k < n; k++)
+            if (x->key[k] != y->key[k]) return 0;
+    }
+    return 1;
+}
+
+/* A row's canonical text: its members (but skip) sorted by name, name:value, each followed by ','.
+ * The names are distinct and unescaped (checked before). 1, 0 (undecided), -1. cache: NULL, or
+ * the order of the row before (whose names must still be readable: the same chunk). */
+static int canon_members(Out *o, const Members *ms, int skip, const Member **order, OrderCache *cache) {
+    int n = 0;
+    if (cache && cache->n == ms->n && cache->skip == skip && same_names(ms, &cache->last)) {
+        for (int i = 0; i < cache->n - (skip >= 0); i++) order[n++] = &ms->m[cache->perm[i]];
+    } else {
+        for (int i = 0; i < ms->n; i++)
+            if (i != skip) order[n++] = &ms->m[i];
+        if (n <= 12) {
+            for (int i = 1; i < n; i++) { /* insertion sort: rows are short */
+                const Member *x = order[i];
+                int j = i;
+                while (j > 0 && member_name_order(&order[j - 1], &x) > 0) {
+                    order[j] = order[j - 1];
+                    j--;
+                }
+                order[j] = x;
+            }
+        } else {
+            qsort((void *)order, (size_t)n, sizeof(order[0]), member_name_order);
+        }
+        if (cache) {
+            cache->n = ms->n, cache->skip = skip;
+            for (int i = 0; i < n; i++) cache->perm[i] = (int16_t)(order[i] - ms->m);
+            for (int i = 0; i < ms->n; i++) { /* the names only: the cache reads no value */
+                cache->last.m[i].key = ms->m[i].key;
+                cache->last.m[i].key_end = ms->m[i].key_end;
+            }
+            cache->last.n = ms->n;
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        const Member *m = order[i];
+        if (out_put_raw(o, m->key, m->key_end - m->key) < 0 || out_put_raw(o, ":", 1) < 0) return -1;
+        int got = canon_value(o, m);
+        if (got <= 0) return got;
+        if (out_put_raw(o, ",", 1) < 0) return -1;
+    }
+    return 1;
+}
+
+/* Scratch memory of the comparisons of rows: parsed members and canonical texts. */
+typedef struct {
+    Members a, b;
+    const Member *order[MAX_MEMBERS];
+    Out ca, cb;
+} Scratch;
+
+static void scratch_free(Scratch *sc) {
+    if (!sc) return;
+    PyMem_RawFree(sc->ca.buf);
+    PyMem_RawFree(sc->cb.buf);
+    PyMem_RawFree(sc);
+}
+
+/* The canonical text of a row given as its JSON text (written by parse_records, or forged: it is
+ * parsed and validated again). 1, 0 (undecided, or not a plain object), -1. */
+static int canon_row(Out *o, const char *row, Py_ssize_t len, Members *ms, const Member **order) {
+    ptr p = (ptr)row, end = p + len;
+    o->len = 0;
+    if (!line_object(p, end, ms) || any_key_escaped(ms) || has_repeated_keys(ms)) return 0;
+    return canon_members(o, ms, -1, order, NULL);
+}
+
+/* A value whose text is the only spelling of its value: an unescaped string, an integer written
+ * without fraction or exponent (not -0), null. Two such texts that differ are unequal values. */
+static int sole_spelling(const Member *m) {
+    ptr v = m->val, e = m->val_end;
+    if (v >= e) return 0;
+    if (*v == '"') return !m->val_escaped;
+    if (*v == 'n') return 1;
+    if (*v != '-' && !is_digit(*v)) return 0;
+    if (e - v == 2 && v[0] == '-' && v[1] == '0') return 0;
+    for (ptr c = v; c < e; c++)
+        if (*c == '.' || *c == 'e' || *c == 'E') return 0;
+    return 1;
+}
+
+/* Rows with the same names in the same order whose values at one name are unequal for sure. */
+static int surely_differ(const Members *a, const Members *b) {
+    if (a->n != b->n || !same_names(a, b)) return 0;
+    for (int i = 0; i < a->n; i++) {
+        const Member *x = &a->m[i], *y = &b->m[i];
+        Py_ssize_t n = x->val_end - x->val;
+        if (n == y->val_end - y->val && !memcmp(x->val, y->val, (size_t)n)) continue;
+        if (sole_spelling(x) && sole_spelling(y)) return 1;
+    }
+    return 0;
+}
+
+/* Whether two rows (JSON texts) are equal dicts: 1, 0, 2 (undecided: ask Python), -1 (no memory). */
+static int rows_equal(Scratch *sc, const char *a, Py_ssize_t alen, const char *b, Py_ssize_t blen) {
+    if (alen == blen && !memcmp(a, b, (size_t)alen)) return 1;
+    /* an update mostly changes a value that has one spelling: then they differ, no sort needed */
+    ptr pa = (ptr)a, pb = (ptr)b;
+    if (line_object(pa, pa + alen, &sc->a) && line_object(pb, pb + blen, &sc->b) && !any_key_escaped(&sc->a) &&
+        !any_key_escaped(&sc->b) && !has_repeated_keys(&sc->a) && !has_repeated_keys(&sc->b) &&
+        surely_differ(&sc->a, &sc->b))
+        return 0;
+    int got = canon_row(&sc->ca, a, alen, &sc->a, sc->order);
+    if (got <= 0) return got < 0 ? -1 : 2;
+    got = canon_row(&sc->cb, b, blen, &sc->b, sc->order);
+    if (got <= 0) return got < 0 ? -1 : 2;
+    return sc->ca.len == sc->cb.len && !memcmp(sc->ca.buf, sc->cb.buf, (size_t)sc->ca.len);
+}
+
+/* A plain integer the state compares in C: a JSON integer of at most 18 digits (not "-0"). */
+static int plain_int(const char *v, Py_ssize_t len, int64_t *out) {
+    Py_ssize_t i = 0;
+    int neg = len > 0 && v[0] == '-';
+    i = neg;
+    if (len - i < 1 || len - i > 18) return 0;
+    if (v[i] == '0' && len - i > 1) return 0;
+    int64_t x = 0;
+    for (; i < len; i++) {
+        if (v[i] < '0' || v[i] > '9') return 0;
+        x = x * 10 + (v[i] - '0');
+    }
+    if (neg && x == 0) return 0;
+    *out = neg ? -x : x;
+    return 1;
+}
+
+/* ---------------------------------------------------------------- records --------------- */
+
+#define MAX_EXTRAS 4
+#define MISSING 0xFFFFFFFFu /* an extra value's length when the row lacks the column */
+
+typedef struct {
+    ChangeSpec cs;
+    const char *extra[MAX_EXTRAS];
+    Py_ssize_t extra_len[MAX_EXTRAS];
+    int n_extras;
+} RecordSpec;
+
+/* (kind_key, spellings, key_keys, extra_keys) checked into a RecordSpec; key_keys may be empty. */
+static int record_spec(RecordSpec *rs, Py_buffer *kind_key, PyObject *spellings, PyObject *key_keys,
+                       PyObject *extra_keys) {
+    static PyObject *one_key = NULL; /* change_spec wants a key: a placeholder when there is none */
+    Py_ssize_t n_keys = PyTuple_GET_SIZE(key_keys), n_extras = PyTuple_GET_SIZE(extra_keys);
+    if (n_extras > MAX_EXTRAS) {
+        PyErr_SetString(PyExc_ValueError, "extra columns: at most 4");
+        return -1;
+    }
+    if (n_keys == 0) {
+        if (!one_key && !(one_key = Py_BuildValue("(y)", "\"\""))) return -1;
+        if (change_spec(&rs->cs, kind_key, spellings, one_key) < 0) return -1;
+        rs->cs.n_keys = 0;
+    } else if (change_spec(&rs->cs, kind_key, spellings, key_keys) < 0) {
+        return -1;
+    }
+    rs->n_extras = (int)n_extras;
+    for (int i = 0; i < rs->n_extras; i++) {
+        PyObject *k = PyTuple_GET_ITEM(extra_keys, i);
+        if (!PyBytes_Check(k)) {
+            PyErr_SetString(PyExc_TypeError, "extra columns: bytes expected");
+            return -1;
+        }
+        rs->extra[i] = PyBytes_AS_STRING(k);
+        rs->extra_len[i] = PyBytes_GET_SIZE(k);
+    }
+    return 0;
+}
+
+static int put_u32(Out *o, uint32_t v) { return out_put_raw(o, &v, 4); }
+
+/* A length written before its bytes, once they are written: at is where the placeholder went. */
+static void patch_u32(Out *o, Py_ssize_t at) {
+    uint32_t v = (uint32_t)(o->len - at - 4);
+    memcpy(o->buf + at, &v, 4);
+}
+
+/* One line as a record; 1 written, 0 declined, -1 out of memory. Touches no Python object. */
+static int parse_record(ptr base, ptr p, ptr line_end, uint32_t line, const RecordSpec *rs, Members *ms,
+                        const Member **order, OrderCache *cache, Out *packed) {
+    const ChangeSpec *cs = &rs->cs;
+    if (!line_object(p, line_end, ms) || any_key_escaped(ms) || has_repeated_keys(ms)) return 0;
+    int at_kind = find_key(ms, cs->kind_key, cs->kind_len), kind = -1;
+    if (at_kind < 0 || ms->m[at_kind].val_escaped) return 0;
+    for (int i = 0; i < cs->n_spellings && kind < 0; i++)
+        if (span_is(ms->m[at_kind].val, ms->m[at_kind].val_end, cs->spelling[i], cs->spelling_len[i]))
+            kind = cs->spelling_kind[i];
+    if (kind < 0) return 0;
+    Py_ssize_t start = packed->len;
+    unsigned char k = (unsigned char)kind;
+    uint32_t offset = (uint32_t)(p - base);
+    if (out_put_raw(packed, &k, 1) < 0 || put_u32(packed, line) < 0 || put_u32(packed, offset) < 0) return -1;
+    Py_ssize_t at = packed->len;
+    if (put_u32(packed, 0) < 0) return -1;
+    int got = 1;
+    if (cs->n_keys == 0) {
+        got = canon_members(packed, ms, at_kind, order, cache);
+    } else {
+        for (int i = 0; i < cs->n_keys && got > 0; i++) {
+            int at_key = find_key(ms, cs->key[i], cs->key_len[i]);
+            if (at_key < 0 || at_key == at_kind) got = 0; /* no key column: the general way says so */
+            else if (i && out_put_raw(packed, ",", 1) < 0) got = -1;
+            else got = canon_value(packed, &ms->m[at_key]);
+        }
+    }
+    if (got > 0 && packed->len - at - 4 > MAX_KEY_BYTES) got = 0;
+    if (got <= 0) {
+        packed->len = start;
+        return got;
+    }
+    patch_u32(packed, at);
+    at = packed->len;
+    if (put_u32(packed, 0) < 0 || put_image(packed, ms, at_kind) < 0) return -1;
+    patch_u32(packed, at);
+    for (int i = 0; i < rs->n_extras; i++) {
+        int at_extra = find_key(ms, rs->extra[i], rs->extra_len[i]);
+        if (at_extra == at_kind) { /* the kind column is not a row's column */
+            packed->len = start;
+            return 0;
+        }
+        if (at_extra < 0) {
+            if (put_u32(packed, MISSING) < 0) return -1;
+            continue;
+        }
+        const Member *m = &ms->m[at_extra];
+        at = packed->len;
+        if (put_u32(packed, 0) < 0 || put_compact_raw(packed, m->val, m->val_end) < 0) return -1;
+        patch_u32(packed, at);
+    }
+    return 1;
+}
+
+/* parse_records(chunk, start, kind_key, spellings, key_keys, extra_keys) -> (records, position, lines)
+ * Plain changes from start until a declined line, without the GIL (the chunk must be read-only),
+ * packed as records in the machine's byte order:
+ *     [kind u8][line u32][offset u32][key length u32][key][row length u32][row] then per extra
+ *     column [length u32][value as written, compact] (length 0xFFFFFFFF: the row lacks it)
+ * line is the line's index in the chunk from start, offset its byte offset in the chunk; the key
+ * is the canonical text of the key columns' values joined by ',', or without key columns the
+ * row's (a multiset's identity); the row is the line without the kind member, compact. Declined:
+ * what parse_changes declines, and a line whose key cannot be told from its text (a nested value,
+ * a float of too many digits), or longer than MAX_KEY_BYTES. */
+static PyObject *parse_records(PyObject *self, PyObject *args) {
+    UNUSED(self);
+    Py_buffer chunk, kind_key;
+    Py_ssize_t start, lines = 0, position = 0;
+    PyObject *spellings, *key_keys, *extra_keys, *result_obj = NULL;
+    Out packed = {0};
+    Members *ms = NULL;
+    const Member **order = NULL;
+    OrderCache *cache = NULL;
+    RecordSpec rs;
+    int failed = 0;
+    if (!PyArg_ParseTuple(args, "y*ny*O!O!O!", &chunk, &start, &kind_key, &PyTuple_Type, &spellings, &PyTuple_Type,
+                          &key_keys, &PyTuple_Type, &extra_keys))
+        return NULL;
+    if (!chunk.readonly) {
+        PyErr_SetString(PyExc_TypeError, "parse_records: the chunk must be read-only (bytes): it is read without the GIL");
+        goto done;
+    }
+    if (chunk.len >= ((Py_ssize_t)1 << 30)) {
+        PyErr_SetString(PyExc_ValueError, "chunk too large");
+        goto done;
+    }
+    if (check_start(start, &chunk) < 0 || record_spec(&rs, &kind_key, spellings, key_keys, extra_keys) < 0) goto done;
+    Py_BEGIN_ALLOW_THREADS;
+    ptr base = chunk.buf, end = base + chunk.len, p = base + start;
+    ms = PyMem_RawMalloc(sizeof(Members));
+    order = PyMem_RawMalloc(MAX_MEMBERS * sizeof(order[0]));
+    cache = PyMem_RawMalloc(sizeof(OrderCache));
+    failed = !ms || !order || !cache;
+    if (cache) cache->n = -1;
+    while (!failed && p < end) {
+        ptr nl = memchr(p, '\n', (size_t)(end - p));
+        int got = parse_record(base, p, nl ? nl : end, (uint32_t)lines, &rs, ms, order, cache, &packed);
+        if (got < 0) failed = 1;
+        if (got <= 0) break;
+        lines++;
+        p = nl ? nl + 1 : end;
+    }
+    position = p - base;
+    Py_END_ALLOW_THREADS;
+    if (failed) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    {
+        PyObject *data = PyBytes_FromStringAndSize(packed.buf ? packed.buf : "", packed.len);
+        if (data) result_obj = Py_BuildValue("(Nnn)", data, position, lines);
+    }
+done:
+    PyMem_RawFree(ms);
+    PyMem_RawFree((void *)order);
+    PyMem_RawFree(cache);
+    PyMem_RawFree(packed.buf);
+    PyBuffer_Release(&chunk);
+    PyBuffer_Release(&kind_key);
+    return result_obj;
+}
+
+/* One record of parse_records' buffer. */
+typedef struct {
+    int kind;
+    uint32_t line, offset;
+    const char *key, *row, *extra[MAX_EXTRAS], *next;
+    Py_ssize_t key_len, row_len, extra_len[MAX_EXTRAS]; /* extra_len -1: missing */
+    uint64_t hash;                                      /* of the key (key_hash) */
+} Rec;
+
+#define REC_HEADER 13 /* kind, line, offset, key length */
+
+/* The record at p, within end, with n_extras extra values: 1, or 0 when it does not hold (its
+ * kind past 3, a key longer than MAX_KEY_BYTES, a length past the end). */
+static int read_rec(const char *p, const char *end, int n_extras, Rec *r) {
+    uint32_t n;
+    if (end - p < REC_HEADER) return 0;
+    r->kind = (unsigned char)p[0];
+    memcpy(&r->line, p + 1, 4);
+    memcpy(&r->offset, p + 5, 4);
+    memcpy(&n, p + 9, 4);
+    if (r->kind > 3 || n > MAX_KEY_BYTES || (Py_ssize_t)n > end - p - REC_HEADER) return 0;
+    r->key = p + REC_HEADER;
+    r->key_len = n;
+    p = r->key + n;
+    if (end - p < 4) return 0;
+    memcpy(&n, p, 4);
+    if ((Py_ssize_t)n > end - p - 4) return 0;
+    r->row = p + 4;
+    r->row_len = n;
+    p = r->row + n;
+    for (int i = 0; i < n_extras; i++) {
+        if (end - p < 4) return 0;
+        memcpy(&n, p, 4);
+        p += 4;
+        if (n == MISSING) {
+            r->extra[i] = NULL;
+            r->extra_len[i] = -1;
+            continue;
+        }
+        if ((Py_ssize_t)n > end - p) return 0;
+        r->extra[i] = p;
+        r->extra_len[i] = n;
+        p += n;
+    }
+    r->next = p;
+    return 1;
+}
+
+/* Where a record starts, and its key's hash. */
+typedef struct {
+    const char *p;
+    uint64_t hash;
+} RecAt;
+
+/* Whether a buffer is whole records from its start (lines and offsets increasing) and start is
+ * where one begins; -1 with a ValueError naming the first fault (or a MemoryError). *at gets the
+ * records from start on (PyMem_RawMalloc'd, for the caller to free), *n_at their number. */
+static int check_records(const char *base, const char *end, Py_ssize_t start, int n_extras, RecAt **at,
+                         Py_ssize_t *n_at) {
+    const char *p = base;
+    int64_t last_line = -1, last_offset = -1;
+    int at_start = start == 0;
+    Py_ssize_t n = 0, room = 0;
+    RecAt *list = NULL;
+    Rec r;
+    *at = NULL;
+    *n_at = 0;
+    while (p < end) {
+        if (!read_rec(p, end, n_extras, &r)) {
+            PyErr_Format(PyExc_ValueError, "records: the record at byte %zd does not hold", (Py_ssize_t)(p - base));
+            goto fail;
+        }
+        if ((int64_t)r.line <= last_line || (int64_t)r.offset <= last_offset) {
+            PyErr_Format(PyExc_ValueError, "records: the record at byte %zd is out of order", (Py_ssize_t)(p - base));
+            goto fail;
+        }
+        last_line = r.line, last_offset = r.offset;
+        if (p - base >= start) {
+            if (n == room) {
+                room = room ? 2 * room : 1024;
+                RecAt *grown = PyMem_RawRealloc(list, (size_t)room * sizeof(RecAt));
+                if (!grown) {
+                    PyErr_NoMemory();
+                    goto fail;
+                }
+                list = grown;
+            }
+            list[n].p = p;
+            list[n].hash = key_hash(r.key, r.key_len);
+            n++;
+        }
+        p = r.next;
+        if (p - base == start) at_start = 1;
+    }
+    if (!at_start) {
+        PyErr_Format(PyExc_ValueError, "records: no record starts at byte %zd", start);
+        goto fail;
+    }
+    *at = list;
+    *n_at = n;
+    return 0;
+fail:
+    PyMem_RawFree(list);
+    return -1;
+}
+
+/* ---------------------------------------------------------------- the State type ------- */
+
+enum { CMD_MULTISET = 0, CMD_KEYED = 1, CMD_REPLAY = 2 };
+#define F_DEDUP 1        /* materialize --dedup */
+#define F_KEEP 2         /* keyed: keep deleted keys (inspect counts the distinct keys ever seen) */
+#define F_TIME 4         /* inspect: extra 0 is the time column's value */
+#define F_ORDER 8        /* replay: extra 0 is the --order-by column's value */
+#define F_WINDOW 16      /* replay: the last extra is the time column's value */
+#define F_SINCE 32       /* ... with --since */
+#define F_UNTIL 64       /* ... with --until */
+#define F_NET 128        /* replay --net */
+#define F_RETRACT 256    /* replay --emit retract */
+#define F_KEEP_NOOP 512  /* replay --keep-noop */
+#define F_INT_BOUNDS 1024 /* --since/--until are integers: compared in C with plain integer values */
+#define F_ALL 2047
+
+/* What a State asks its handle(code, line, offset, kind, a, b) -> int. */
+enum {
+    H_EQUAL = 1,     /* a, b: rows whose equality the texts do not tell: 1 equal, 0 not */
+    H_EXISTS = 2,    /* +I of a key that is stored (a: the stored row, b: the image): 1 go on, 0 rejected */
+    H_ABSENT = 3,    /* a retraction of a row or key not in the table (b: the image) */
+    H_DIFFERS = 4,   /* -U unlike the stored row (a, b): 1 go on (a finding, or equal after all), 0 rejected */
+    H_NO_TIME = 5,   /* inspect: the row lacks the time column (b: the image) */
+    H_TIME_LESS = 6, /* a, b: time values: 1 when a sorts before b */
+    H_LATE = 7,      /* replay: a: the stored version's order value, b: the change's: 1 when b is older */
+    H_WINDOW = 8,    /* replay: b: a time value: bit 1 later than --until, bit 2 at or before --since */
+    H_NO_ORDER = 9,  /* replay: the row lacks the --order-by column (b: the image) */
+    H_NO_WINDOW = 10 /* replay: the row lacks the time column (b: the image) */
+};
+
+/* Counters, in the order counters() gives them. */
+enum {
+    C_PLUS_I, C_MINUS_U, C_PLUS_U, C_MINUS_D, /* changes read, by kind */
+    C_RETRACT, C_UPSERT,                       /* messages as retract / upsert (materialize, inspect) */
+    C_DUPLICATES, C_CHANGES, C_TIME_MISSING,
+    C_READ, C_WRITTEN, C_NOOPS, C_LATE, C_BEFORE, C_AFTER, C_IGNORED, C_OUT_RETRACT, C_OUT_UPSERT, /* replay */
+    C_OUT_I, C_OUT_MU, C_OUT_U, C_OUT_D, /* rows written, by kind */
+    N_COUNTERS
+};
+
+typedef struct {
+    int set, is_int;
+    int64_t i;
+    PyObject *text; /* bytes, when not an integer */
+} TimeEnd;
+
+typedef struct {
+    PyObject_HEAD
+    int command, flags, n_extras, busy;
+    Tab tab, at_since; /* at_since: replay --net's table at --since */
+    int64_t since, until;
+    char *first[4];
+    Py_ssize_t first_len[4];
+    Py_ssize_t c[N_COUNTERS];
+    int prev_kind; /* multiset --dedup: the previous change (-1: none) */
+    Out prev_key, prev_row;
+    TimeEnd tmin, tmax; /* inspect: the time range */
+    Scratch *scratch;
+} State;
+
+static PyTypeObject StateType;
+
+static int tab_init(Tab *t) {
+    memset(t, 0, sizeof *t);
+    return table_make_room(t);
+}
+
+/* State(command, flags, n_extras, firsts, since, until) */
+static PyObject *state_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    static char *names[] = {"command", "flags", "n_extras", "firsts", "since", "until", NULL};
+    int command, flags, n_extras;
+    PyObject *firsts;
+    long long since = 0, until = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "iiiO!|LL:State", names, &command, &flags, &n_extras, &PyTuple_Type,
+                                     &firsts, &since, &until))
+        return NULL;
+    if (command < CMD_MULTISET || command > CMD_REPLAY || flags < 0 || flags > F_ALL || n_extras < 0 ||
+        n_extras > MAX_EXTRAS) {
+        PyErr_SetString(PyExc_ValueError, "State: command 0 to 2, flags 0 to 2047, n_extras 0 to 4");
+        return NULL;
+    }
+    if (PyTuple_GET_SIZE(firsts) != 4) {
+        PyErr_SetString(PyExc_ValueError, "State: four first members expected");
+        return NULL;
+    }
+    for (int i = 0; i < 4; i++)
+        if (!PyBytes_Check(PyTuple_GET_ITEM(firsts, i))) {
+            PyErr_SetString(PyExc_TypeError, "State: first members: bytes expected");
+            return NULL;
+        }
+    /* The extras a command reads must be there: time (1), order (1) and the window's time (last). */
+    int needed = ((flags & F_TIME) || (flags & F_ORDER)) + ((flags & F_WINDOW) ? 1 : 0);
+    if (n_extras < needed) {
+        PyErr_SetString(PyExc_ValueError, "State: fewer extra columns than its flags read");
+        return NULL;
+    }
+    State *st = (State *)type->tp_alloc(type, 0);
+    if (!st) return NULL;
+    st->command = command, st->flags = flags, st->n_extras = n_extras;
+    st->since = since, st->until = until, st->prev_kind = -1;
+    for (int i = 0; i < 4; i++) {
+        PyObject *b = PyTuple_GET_ITEM(firsts, i);
+        Py_ssize_t n = PyBytes_GET_SIZE(b);
+        st->first[i] = PyMem_Malloc((size_t)n + 1);
+        if (!st->first[i]) {
+            Py_DECREF(st);
+            return PyErr_NoMemory();
+        }
+        memcpy(st->first[i], PyBytes_AS_STRING(b), (size_t)n);
+        st->first_len[i] = n;
+    }
+    st->scratch = PyMem_RawCalloc(1, sizeof(Scratch));
+    if (!st->scratch) {
+        Py_DECREF(st);
+        return PyErr_NoMemory();
+    }
+    if (tab_init(&st->tab) < 0 || ((flags & F_NET) && tab_init(&st->at_since) < 0)) {
+        Py_DECREF(st);
+        return NULL;
+    }
+    return (PyObject *)st;
+}
+
+static void state_dealloc(State *st) {
+    tab_free(&st->tab);
+    tab_free(&st->at_since);
+    for (int i = 0; i < 4; i++) PyMem_Free(st->first[i]);
+    PyMem_RawFree(st->prev_key.buf);
+    PyMem_RawFree(st->prev_row.buf);
+    Py_XDECREF(st->tmin.text);
+    Py_XDECREF(st->tmax.text);
+    scratch_free(st->scratch);
+    Py_TYPE(st)->tp_free((PyObject *)st);
+}
+
+/* Methods refuse a State that is applying (its handle may run any Python code). */
+static int state_free_to_use(State *st) {
+    if (st->busy) {
+        PyErr_SetString(PyExc_RuntimeError, "State: in use (called from its own handle)");
+        return 0;
+    }
+    return 1;
+}
+
+/* handle(code, line, offset, kind, a, b) -> its int; -1 with an exception. a, b: bytes or None. */
+static long ask(PyObject *handle, int code, const Rec *r, const char *a, Py_ssize_t alen, const char *b,
+                Py_ssize_t blen) {
+    PyObject *ao = a ? PyBytes_FromStringAndSize(a, alen) : Py_NewRef(Py_None);
+    PyObject *bo = b ? PyBytes_FromStringAndSize(b, blen) : Py_NewRef(Py_None);
+    PyObject *got = NULL;
+    if (ao && bo)
+        got = PyObject_CallFunction(handle, "iIIiOO", code, (unsigned int)r->line, (unsigned int)r->offset, r->kind, ao,
+                                    bo);
+    Py_XDECREF(ao);
+    Py_XDECREF(bo);
+    if (!got) return -1;
+    long value = PyLong_Check(got) ? PyLong_AsLong(got) : -1;
+    Py_DECREF(got);
+    if (value == -1 && !PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "State: the handle must return an int >= 0");
+    if (value < -1) {
+        PyErr_SetString(PyExc_ValueError, "State: the handle must return an int >= 0");
+        value = -1;
+    }
+    return value;
+}
+
+/* Whether two rows are equal dicts, asking Python where the texts do not tell: 1, 0, -1. */
+static int state_rows_equal(State *st, PyObject *handle, const Rec *r, PyObject *a, const char *b, Py_ssize_t blen) {
+    int eq = rows_equal(st->scratch, PyBytes_AS_STRING(a), PyBytes_GET_SIZE(a), b, blen);
+    if (eq < 0) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    if (eq != 2) return eq;
+    long got = ask(handle, H_EQUAL, r, PyBytes_AS_STRING(a), PyBytes_GET_SIZE(a), b, blen);
+    return got < 0 ? -1 : got != 0;
+}
+
+/* The entry of a record's key: live (row set, in a keeping table perhaps DELETED), or NULL. */
+static Entry *state_find(Tab *t, const Rec *r) { return table_find(t, r->key, r->key_len, r->hash); }
+
+/* Put the row of r for its key: in place when the key has an entry, else appended. 0 or -1. */
+static int state_put(Tab *t, Entry *e, const Rec *r) {
+    PyObject *row = PyBytes_FromStringAndSize(r->row, r->row_len);
+    if (!row) return -1;
+    if (e) {
+        if (e->flags & DELETED) t->live++;
+        Py_SETREF(e->row, row);
+        e->flags &= ~(RETRACTED | DELETED);
+        return 0;
+    }
+    if (table_append(t, r->key, r->key_len, r->hash, row) < 0) {
+        Py_DECREF(row);
+        return -1;
+    }
+    return 0;
+}
+
+/* Delete a key's row: its entry dropped at the next rebuild, or, in a keeping table, marked. */
+static void state_delete(Tab *t, Entry *e, int keep) {
+    t->live--;
+    Py_CLEAR(e->order);
+    e->flags &= ~(RETRACTED | HAS_ORDER | ORDER_INT);
+    if (keep) e->flags |= DELETED;
+    else Py_CLEAR(e->row);
+}
+
+/* A multiset change; 0, or -1 with an exception. */
+static int apply_multiset(State *st, const Rec *r, PyObject *handle) {
+    Tab *t = &st->tab;
+    if (st->flags & F_DEDUP) {
+        if (st->prev_kind == r->kind && st->prev_key.len == r->key_len &&
+            !memcmp(st->prev_key.buf, r->key, (size_t)r->key_len)) {
+            st->c[C_DUPLICATES]++;
+            return 0;
+        }
+        st->prev_kind = r->kind;
+        st->prev_key.len = st->prev_row.len = 0;
+        if (out_put(&st->prev_key, r->key, r->key_len) < 0 || out_put(&st->prev_row, r->row, r->row_len) < 0) {
+            st->prev_kind = -1;
+            return -1;
+        }
+    }
+    Entry *e = state_find(t, r);
+    if (r->kind == 0 || r->kind == 2) {
+        if (e) {
+            e->aux++;
+        } else {
+            if (state_put(t, NULL, r) < 0) return -1;
+            t->entries[t->n_entries - 1].aux = 1;
+        }
+        st->c[C_RETRACT]++, st->c[C_UPSERT]++;
+        return 0;
+    }
+    if (!e) return ask(handle, H_ABSENT, r, NULL, 0, r->row, r->row_len) < 0 ? -1 : 0;
+    if (--e->aux == 0) state_delete(t, e, 0);
+    st->c[C_RETRACT]++;
+    if (r->kind == 3) st->c[C_UPSERT]++;
+    return 0;
+}
+
+/* A keyed change (materialize --dedup, inspect); 0 or -1. */
+static int apply_keyed(State *st, const Rec *r, PyObject *handle) {
+    Tab *t = &st->tab;
+    Entry *e = state_find(t, r);
+    int live = e && !(e->flags & DELETED), stored = live && !(e->flags & RETRACTED);
+    if (st->flags & F_DEDUP) { /* Flink's ChangelogNormalize: no finding, duplicates dropped */
+        if (r->kind == 1 || (r->kind == 3 && !stored)) {
+            if (!stored) st->c[C_DUPLICATES]++;
+            return 0;
+        }
+        if (r->kind == 3) {
+            state_delete(t, e, 0);
+            st->c[C_RETRACT]++, st->c[C_UPSERT]++;
+            return 0;
+        }
+        if (stored) {
+            int eq = state_rows_equal(st, handle, r, e->row, r->row, r->row_len);
+            if (eq < 0) return -1;
+            if (eq) {
+                st->c[C_DUPLICATES]++;
+                return 0;
+            }
+            st->c[C_RETRACT] += 2, st->c[C_UPSERT]++;
+        } else {
+            st->c[C_RETRACT]++, st->c[C_UPSERT]++;
+        }
+        return state_put(t, e, r);
+    }
+    if (r->kind == 0 || r->kind == 2) {
+        if (stored && r->kind == 0) {
+            long go = ask(handle, H_EXISTS, r, PyBytes_AS_STRING(e->row), PyBytes_GET_SIZE(e->row), r->row, r->row_len);
+            if (go <= 0) return (int)go;
+        }
+        st->c[C_RETRACT] += stored ? 2 : 1, st->c[C_UPSERT]++;
+        return state_put(t, e, r);
+    }
+    if (!stored) {
+        if (ask(handle, H_ABSENT, r, NULL, 0, r->row, r->row_len) < 0) return -1;
+        if ((st->flags & F_KEEP) && !e) { /* a key seen (inspect counts it), deleted at once */
+            if (state_put(t, NULL, r) < 0) return -1;
+            state_delete(t, &t->entries[t->n_entries - 1], 1);
+        }
+        return 0;
+    }
+    if (r->kind == 1) {
+        if (!same_row(e->row, r->row, r->row_len)) {
+            long go = ask(handle, H_DIFFERS, r, PyBytes_AS_STRING(e->row), PyBytes_GET_SIZE(e->row), r->row, r->row_len);
+            if (go <= 0) return (int)go;
+        }
+        e->flags |= RETRACTED;
+        st->c[C_RETRACT]++;
+        return 0;
+    }
+    state_delete(t, e, (st->flags & F_KEEP) != 0);
+    st->c[C_RETRACT]++, st->c[C_UPSERT]++;
+    return 0;
+}
+
+/* inspect's time range: a value against the current end (1: it replaces it). */
+static int time_beats(const TimeEnd *end, int is_int, int64_t i, const char *v, Py_ssize_t len, int lower,
+                      PyObject *handle, const Rec *r) {
+    if (!end->set) return 1;
+    if (is_int && end->is_int) return lower ? i < end->i : i > end->i;
+    char buf[24];
+    const char *other = NULL;
+    Py_ssize_t other_len = 0;
+    if (end->is_int) {
+        other_len = snprintf(buf, sizeof buf, "%lld", (long long)end->i);
+        other = buf;
+    } else {
+        other = PyBytes_AS_STRING(end->text), other_len = PyBytes_GET_SIZE(end->text);
+    }
+    /* lower: v sorts before the minimum; else the maximum sorts before v */
+    long got = lower ? ask(handle, H_TIME_LESS, r, v, len, other, other_len)
+                     : ask(handle, H_TIME_LESS, r, other, other_len, v, len);
+    return got < 0 ? -1 : got != 0;
+}
+
+static int time_take(TimeEnd *end, int is_int, int64_t i, const char *v, Py_ssize_t len) {
+    PyObject *text = NULL;
+    if (!is_int && !(text = PyBytes_FromStringAndSize(v, len))) return -1;
+    Py_XSETREF(end->text, text);
+    end->set = 1, end->is_int = is_int, end->i = i;
+    return 0;
+}
+
+static int inspect_time(State *st, const Rec *r, PyObject *handle) {
+    const char *v = r->extra[0];
+    Py_ssize_t len = r->extra_len[0];
+    if (len < 0) return ask(handle, H_NO_TIME, r, NULL, 0, r->row, r->row_len) < 0 ? -1 : 0;
+    if (len == 4 && !memcmp(v, "null", 4)) {
+        st->c[C_TIME_MISSING]++;
+        return 0;
+    }
+    int64_t i = 0;
+    int is_int = plain_int(v, len, &i);
+    int beats = time_beats(&st->tmin, is_int, i, v, len, 1, handle, r);
+    if (beats < 0 || (beats && time_take(&st->tmin, is_int, i, v, len) < 0)) return -1;
+    beats = time_beats(&st->tmax, is_int, i, v, len, 0, handle, r);
+    if (beats < 0 || (beats && time_take(&st->tmax, is_int, i, v, len) < 0)) return -1;
+    return 0;
+}
+
+/* replay: one row written, "{" + kind member + the row's members + "}\n". */
+static int emit_row(State *st, Out *out, int kind, const char *row, Py_ssize_t len) {
+    if (out_put(out, "{", 1) < 0 || out_put(out, st->first[kind], st->first_len[kind]) < 0) return -1;
+    if (len > 2 && out_put(out, ",", 1) < 0) return -1;
+    if (len > 2 && out_put(out, row + 1, len - 2) < 0) return -1;
+    if (out_put(out, "}\n", 2) < 0) return -1;
+    st->c[C_OUT_I + kind]++;
+    st->c[C_WRITTEN]++;
+    st->c[C_OUT_RETRACT]++;
+    if (kind != 1) st->c[C_OUT_UPSERT]++;
+    return 0;
+}
+
+/* KeyedReplay.apply on a table; 0, 1 (the record rejected), -1. counted: the main state (--net's
+ * state at --since keeps counts of its own, which nothing reads). */
+static int replay_apply(State *st, Tab *t, const Rec *r, int emit, int counted, PyObject *handle, Out *out) {
+    Entry *e = state_find(t, r);
+    int64_t order = 0;
+    int order_int = 0;
+    if (st->flags & F_ORDER) {
+        const char *v = r->extra[0];
+        Py_ssize_t len = r->extra_len[0];
+        if (len < 0) {
+            long got = ask(handle, H_NO_ORDER, r, NULL, 0, r->row, r->row_len);
+            return got < 0 ? -1 : 1;
+        }
+        order_int = plain_int(v, len, &order);
+        if (e && (e->flags & HAS_ORDER)) {
+            int late;
+            if (order_int && (e->flags & ORDER_INT)) {
+                late = order < e->aux;
+            } else {
+                char buf[24];
+                const char *seen = buf;
+                Py_ssize_t seen_len;
+                if (e->flags & ORDER_INT) seen_len = snprintf(buf, sizeof buf, "%lld", (long long)e->aux);
+                else seen = PyBytes_AS_STRING(e->order), seen_len = PyBytes_GET_SIZE(e->order);
+                long got = ask(handle, H_LATE, r, seen, seen_len, v, len);
+                if (got < 0) return -1;
+                late = got != 0;
+            }
+            if (late) {
+                st->c[C_LATE] += counted;
+                return 0;
+            }
+        }
+    }
+    if (r->kind == 1) {
+        st->c[C_IGNORED] += counted;
+        return 0;
+    }
+    if (r->kind == 3) {
+        if (!e) {
+            st->c[C_IGNORED] += counted;
+            return 0;
+        }
+        if (emit && emit_row(st, out, 3, PyBytes_AS_STRING(e->row), PyBytes_GET_SIZE(e->row)) < 0) return -1;
+        state_delete(t, e, 0);
+        return 0;
+    }
+    PyObject *stored = e ? Py_NewRef(e->row) : NULL;
+    int result = -1;
+    if (state_put(t, e, r) < 0) goto done;
+    e = state_find(t, r);
+    if (!e) { /* it was just put */
+        PyErr_SetString(PyExc_SystemError, "State: a row put is not found");
+        goto done;
+    }
+    if (st->flags & F_ORDER) { /* a null order value is as none (Python: _order.get is None) */
+        int null = r->extra_len[0] == 4 && !memcmp(r->extra[0], "null", 4);
+        PyObject *text = NULL;
+        if (!order_int && !null && !(text = PyBytes_FromStringAndSize(r->extra[0], r->extra_len[0]))) goto done;
+        Py_XSETREF(e->order, text);
+        e->aux = order;
+        e->flags = (e->flags & ~(ORDER_INT | HAS_ORDER)) | (null ? 0 : HAS_ORDER) | (order_int ? ORDER_INT : 0);
+    }
+    if (!stored) {
+        result = emit && emit_row(st, out, 0, r->row, r->row_len) < 0 ? -1 : 0;
+        goto done;
+    }
+    if (!(st->flags & F_KEEP_NOOP)) {
+        int eq = state_rows_equal(st, handle, r, stored, r->row, r->row_len);
+        if (eq < 0) goto done;
+        if (eq) {
+            st->c[C_NOOPS] += counted;
+            result = 0;
+            goto done;
+        }
+    }
+    if (!emit) {
+        result = 0;
+        goto done;
+    }
+    if (st->flags & F_RETRACT) {
+        if (emit_row(st, out, 1, PyBytes_AS_STRING(stored), PyBytes_GET_SIZE(stored)) < 0 ||
+            emit_row(st, out, 2, r->row, r->row_len) < 0)
+            goto done;
+    } else {
+        if (emit_row(st, out, 2, r->row, r->row_len) < 0) goto done;
+        st->c[C_OUT_RETRACT]++; /* the -U a retract encoding would add */
+    }
+    result = 0;
+done:
+    Py_XDECREF(stored);
+    return result;
+}
+
+/* Replayer.step: the window, then the state(s); 0 or -1. */
+static int apply_replay(State *st, const Rec *r, PyObject *handle, Out *out) {
+    st->c[C_READ]++;
+    int emit = 1;
+    if (st->flags & F_WINDOW) {
+        int w = st->n_extras - 1;
+        const char *v = r->extra[w];
+        Py_ssize_t len = r->extra_len[w];
+        if (len < 0) return ask(handle, H_NO_WINDOW, r, NULL, 0, r->row, r->row_len) < 0 ? -1 : 0;
+        int64_t t = 0;
+        long bits;
+        if ((st->flags & F_INT_BOUNDS) && plain_int(v, len, &t)) {
+            bits = (((st->flags & F_UNTIL) && t > st->until) ? 1 : 0) | (((st->flags & F_SINCE) && t <= st->since) ? 2 : 0);
+        } else if ((bits = ask(handle, H_WINDOW, r, NULL, 0, v, len)) < 0) {
+            return -1;
+        }
+        if ((bits & 1) && (st->flags & F_UNTIL)) {
+            st->c[C_AFTER]++;
+            return 0;
+        }
+        if ((bits & 2) && (st->flags & F_SINCE)) {
+            if (st->flags & F_NET) {
+                int got = replay_apply(st, &st->at_since, r, 0, 0, handle, out);
+                if (got) return got < 0 ? -1 : 0;
+            } else {
+                st->c[C_BEFORE]++;
+            }
+            emit = 0;
+        }
+    }
+    if (st->flags & F_NET) emit = 0;
+    return replay_apply(st, &st->tab, r, emit, 1, handle, out) < 0 ? -1 : 0;
+}
+
+/* apply(records, start, handle) -> output (replay's rows; b"" otherwise)
+ * The records (parse_records' buffer; read-only) from byte start on, applied in order; handle is
+ * asked what the texts do not tell (H_* codes). The whole buffer is checked first: a ValueError
+ * leaves the state as it was. On an exception from the handle the state holds the records
+ * before that one. */
+static PyObject *state_apply(State *st, PyObject *args) {
+    Py_buffer packed;
+    Py_ssize_t start, n_at = 0;
+    PyObject *handle, *result_obj = NULL;
+    RecAt *at = NULL;
+    Out out = {0};
+    if (!PyArg_ParseTuple(args, "y*nO", &packed, &start, &handle)) return NULL;
+    if (!state_free_to_use(st)) goto done;
+    if (!packed.readonly) {
+        PyErr_SetString(PyExc_TypeError, "State.apply: the records must be read-only (bytes)");
+        goto done;
+    }
+    if (!PyCallable_Check(handle)) {
+        PyErr_SetString(PyExc_TypeError, "State.apply: handle must be callable");
+        goto done;
+    }
+    const char *base = packed.buf, *end = base + packed.len;
+    if (start < 0 || start > packed.len) {
+        PyErr_Format(PyExc_ValueError, "start %zd is outside the records (0 to %zd)", start, packed.len);
+        goto done;
+    }
+    if (check_records(base, end, start, st->n_extras, &at, &n_at) < 0) goto done;
+    st->busy = 1;
+    Rec r;
+    int failed = 0;
+    Tab *t = &st->tab;
+    for (Py_ssize_t i = 0; i < n_at && !failed; i++) {
+        /* The table's memory is far and the keys ahead are known: their index slots are fetched
+         * ahead, then their entries, then their rows (the table is read again each time: an
+         * append may have rebuilt it; a stale guess only costs a useless fetch). */
+        if (i + 12 < n_at) PREFETCH(&t->index[(Py_ssize_t)(at[i + 12].hash & (uint64_t)t->mask)]);
+        if (i + 6 < n_at) {
+            int32_t ahead = t->index[(Py_ssize_t)(at[i + 6].hash & (uint64_t)t->mask)];
+            if (ahead >= 0) PREFETCH(&t->entries[ahead]);
+        }
+        if (i + 2 < n_at) {
+            int32_t ahead = t->index[(Py_ssize_t)(at[i + 2].hash & (uint64_t)t->mask)];
+            if (ahead >= 0 && t->entries[ahead].row) PREFETCH(t->entries[ahead].row);
+        }
+        if (!read_rec(at[i].p, end, st->n_extras, &r)) { /* checked: never */
+            PyErr_SetString(PyExc_SystemError, "State.apply: a record changed");
+            failed = 1;
+            break;
+        }
+        r.hash = at[i].hash;
+        if (st->command != CMD_REPLAY) {
+            st->c[C_PLUS_I + r.kind]++;
+            st->c[C_CHANGES]++;
+        }
+        if (st->command == CMD_MULTISET) failed = apply_multiset(st, &r, handle) < 0;
+        else if (st->command == CMD_KEYED) failed = apply_keyed(st, &r, handle) < 0;
+        else failed = apply_replay(st, &r, handle, &out) < 0;
+        if (!failed && (st->flags & F_TIME) && st->command != CMD_REPLAY) failed = inspect_time(st, &r, handle) < 0;
+    }
+    st->busy = 0;
+    if (!failed) result_obj = PyBytes_FromStringAndSize(out.buf ? out.buf : "", out.len);
+done:
+    PyMem_RawFree(at);
+    PyMem_RawFree(out.buf);
+    PyBuffer_Release(&packed);
+    return result_obj;
+}
+
+/* net(handle) -> output: replay --net's change from the table at --since to the table now. */
+static PyObject *state_net(State *st, PyObject *handle) {
+    if (!state_free_to_use(st)) return NULL;
+    if (st->command != CMD_REPLAY || !(st->flags & F_NET)) {
+        PyErr_SetString(PyExc_ValueError, "State.net: a replay --net state only");
+        return NULL;
+    }
+    if (!PyCallable_Check(handle)) {
+        PyErr_SetString(PyExc_TypeError, "State.net: handle must be callable");
+        return NULL;
+    }
+    Out out = {0};
+    Rec r;
+    memset(&r, 0, sizeof r);
+    int failed = 0, retract = (st->flags & F_RETRACT) != 0;
+    Py_ssize_t updates = 0;
+    st->busy = 1;
+    for (Py_ssize_t i = 0; i < st->at_since.n_entries && !failed; i++) {
+        Entry *old = &st->at_since.entries[i];
+        if (!old->row) continue;
+        Entry *now = table_find(&st->tab, entry_key(old), (Py_ssize_t)old->key_len, old->hash);
+        if (!now) {
+            failed = emit_row(st, &out, 3, PyBytes_AS_STRING(old->row), PyBytes_GET_SIZE(old->row)) < 0;
+            continue;
+        }
+        int eq = state_rows_equal(st, handle, &r, old->row, PyBytes_AS_STRING(now->row), PyBytes_GET_SIZE(now->row));
+        if (eq < 0) {
+            failed = 1;
+        } else if (!eq) {
+            if (retract)
+                failed = emit_row(st, &out, 1, PyBytes_AS_STRING(old->row), PyBytes_GET_SIZE(old->row)) < 0;
+            if (!failed) failed = emit_row(st, &out, 2, PyBytes_AS_STRING(now->row), PyBytes_GET_SIZE(now->row)) < 0;
+            updates++;
+        }
+    }
+    for (Py_ssize_t i = 0; i < st->tab.n_entries && !failed; i++) {
+        Entry *now = &st->tab.entries[i];
+        if (!now->row || table_find(&st->at_since, entry_key(now), (Py_ssize_t)now->key_len, now->hash)) continue;
+        failed = emit_row(st, &out, 0, PyBytes_AS_STRING(now->row), PyBytes_GET_SIZE(now->row)) < 0;
+    }
+    st->busy = 0;
+    if (!retract) st->c[C_OUT_RETRACT] += updates; /* no -U in the output: each +U would add one */
+    PyObject *result_obj = failed ? NULL : PyBytes_FromStringAndSize(out.buf ? out.buf : "", out.len);
+    PyMem_RawFree(out.buf);
+    return result_obj;
+}
+
+/* texts() -> the rows in first-insertion order: each multiset row as often as it counts; keyed
+ * rows not retracted (nor deleted). */
+static PyObject *state_texts(State *st, PyObject *unused) {
+    UNUSED(unused);
+    if (!state_free_to_use(st)) return NULL;
+    PyObject *out = PyList_New(0);
+    Tab *t = &st->tab;
+    for (Py_ssize_t i = 0; out && i < t->n_entries; i++) {
+        Entry *e = &t->entries[i];
+        if (!e->row || (e->flags & (RETRACTED | DELETED))) continue;
+        int64_t times = st->command == CMD_MULTISET ? e->aux : 1;
+        for (int64_t k = 0; out && k < times; k++)
+            if (PyList_Append(out, e->row) < 0) Py_CLEAR(out);
+    }
+    return out;
+}
+
+/* items(which=0) -> [(key, row, flags, count or order)] of every entry with a row, in order;
+ * which 1: replay --net's table at --since. order: the order value (an int, or its text). */
+static PyObject *state_items(State *st, PyObject *args) {
+    int which = 0;
+    if (!PyArg_ParseTuple(args, "|i", &which)) return NULL;
+    if (!state_free_to_use(st)) return NULL;
+    if (which != 0 && !(which == 1 && (st->flags & F_NET))) {
+        PyErr_SetString(PyExc_ValueError, "State.items: 0, or 1 for --net's table at --since");
+        return NULL;
+    }
+    Tab *t = which ? &st->at_since : &st->tab;
+    PyObject *out = PyList_New(0);
+    for (Py_ssize_t i = 0; out && i < t->n_entries; i++) {
+        const Entry *e = &t->entries[i];
+        if (!e->row) continue;
+        PyObject *extra;
+        if (st->command == CMD_REPLAY)
+            extra = !(e->flags & HAS_ORDER) ? Py_NewRef(Py_None)
+                    : (e->flags & ORDER_INT) ? PyLong_FromLongLong(e->aux) : Py_NewRef(e->order);
+        else
+            extra = PyLong_FromLongLong(e->aux);
+        PyObject *key = PyBytes_FromStringAndSize(entry_key(e), (Py_ssize_t)e->key_len);
+        PyObject *item = key && extra ? Py_BuildValue("(OOIO)", key, e->row, (unsigned int)e->flags, extra) : NULL;
+        if (!item || PyList_Append(out, item) < 0) Py_CLEAR(out);
+        Py_XDECREF(item);
+        Py_XDECREF(key);
+        Py_XDECREF(extra);
+    }
+    return out;
+}
+
+/* counters() -> the N_COUNTERS counts, in the order of the C_* names. */
+static PyObject *state_counters(State *st, PyObject *unused) {
+    UNUSED(unused);
+    PyObject *out = PyTuple_New(N_COUNTERS);
+    for (int i = 0; out && i < N_COUNTERS; i++) {
+        PyObject *n = PyLong_FromSsize_t(st->c[i]);
+        if (!n) {
+            Py_CLEAR(out);
+            break;
+        }
+        PyTuple_SET_ITEM(out, i, n);
+    }
+    return out;
+}
+
+/* previous() -> (kind, row) of the last change a multiset --dedup saw, or None. */
+static PyObject *state_previous(State *st, PyObject *unused) {
+    UNUSED(unused);
+    if (st->prev_kind < 0) Py_RETURN_NONE;
+    return Py_BuildValue("(iy#)", st->prev_kind, st->prev_row.buf ? st->prev_row.buf : "", st->prev_row.len);
+}
+
+static PyObject *time_end(const TimeEnd *end) {
+    if (!end->set) Py_RETURN_NONE;
+    return end->is_int ? PyLong_FromLongLong(end->i) : Py_NewRef(end->text);
+}
+
+/* time_range() -> (min, max): each None, an int, or a value's JSON text (bytes). */
+static PyObject *state_time_range(State *st, PyObject *unused) {
+    UNUSED(unused);
+    PyObject *lo = time_end(&st->tmin), *hi = lo ? time_end(&st->tmax) : NULL;
+    PyObject *out = hi ? PyTuple_Pack(2, lo, hi) : NULL;
+    Py_XDECREF(lo);
+    Py_XDECREF(hi);
+    return out;
+}
+
+/* (entries, live): the keys with an entry (a keeping table: every key ever seen) and the live rows. */
+static PyObject *state_sizes(State *st, PyObject *unused) {
+    UNUSED(unused);
+    Py_ssize_t rows = 0;
+    if (st->command == CMD_MULTISET) {
+        for (Py_ssize_t i = 0; i < st->tab.n_entries; i++)
+            if (st->tab.entries[i].row) rows += (Py_ssize_t)st->tab.entries[i].aux;
+    } else {
+        for (Py_ssize_t i = 0; i < st->tab.n_entries; i++) {
+            const Entry *e = &st->tab.entries[i];
+            rows += e->row && !(e->flags & (RETRACTED | DELETED));
+        }
+    }
+    Py_ssize_t keys = 0;
+    for (Py_ssize_t i = 0; i < st->tab.n_entries; i++) keys += st->tab.entries[i].row != NULL;
+    return Py_BuildValue("(nn)", keys, rows);
+}
+
+static PyMethodDef state_methods[] = {
+    {"apply", (PyCFunction)state_apply, METH_VARARGS, "Apply parse_records' records from a byte offset on."},
+    {"net", (PyCFunction)state_net, METH_O, "replay --net: the rows from the table at --since to now."},
+    {"texts", (PyCFunction)state_texts, METH_NOARGS, "The rows, in first-insertion order."},
+    {"items", (PyCFunction)state_items, METH_VARARGS, "(key, row, flags, count or order) of each entry."},
+    {"counters", (PyCFunction)state_counters, METH_NOARGS, "The counts, in the order of the C_* names."},
+    {"previous", (PyCFunction)state_previous, METH_NOARGS, "multiset --dedup: the last change seen."},
+    {"time_range", (PyCFunction)state_time_range, METH_NOARGS, "inspect: the time range (min, max)."},
+    {"sizes", (PyCFunction)state_sizes, METH_NOARGS, "(keys with an entry, live rows)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject StateType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "cdc.formats.engine.native._kernel.State",
+    .tp_doc = "The state of materialize (multiset, --dedup), inspect or replay, applied from records.",
+    .tp_basicsize = sizeof(State),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = state_new,
+    .tp_dealloc = (destructor)state_dealloc,
+    .tp_methods = state_methods,
+};
+
+/* ---------------------------------------------------------------- debezium-encode ------- */
+
+/* The pending -U of encode: its row, the canonical text of its key values, its time value. */
+typedef struct {
+    int set, ts_state; /* ts_state: 0 missing, 1 a plain integer (in ts), 2 other */
+    Out row, key, ts;
+} Pending;
+
+/* The canonical key values of a row (missing columns as null, as dict.get sees them): 1, 0, -1. */
+static int encode_key(Out *o, const ChangeSpec *cs, const Members *ms) {
+    o->len = 0;
+    for (int i = 0; i < cs->n_keys; i++) {
+        int at = find_key(ms, cs->key[i], cs->key_len[i]);
+        if (i && out_put_raw(o, ",", 1) < 0) return -1;
+        if (at < 0) {
+            if (out_put_raw(o, "n", 1) < 0) return -1;
+            continue;
+        }
+        int got = canon_value(o, &ms->m[at]);
+        if (got <= 0) return got;
+    }
+    return 1;
+}
+
+/* The time value of a row: 0 missing, 1 a plain integer (copied), 2 other; -1. */
+static int encode_ts(Out *o, const Members *ms, const char *time_key, Py_ssize_t time_len) {
+    o->len = 0;
+    int at = find_key(ms, time_key, time_len);
+    if (at < 0) return 0;
+    const Member *m = &ms->m[at];
+    int64_t unused;
+    if (!plain_int((const char *)m->val, m->val_end - m->val, &unused)) return 2;
+    return out_put_raw(o, m->val, m->val_end - m->val) < 0 ? -1 : 1;
+}
+
+/* One event: {"before":B,"after":A<source>,"op":"X","ts_ms":T,"transaction":null}\n */
+static int put_event(Out *o, char op, const char *before, Py_ssize_t blen, const char *after, Py_ssize_t alen,
+                     const char *source, Py_ssize_t slen, const char *ts, Py_ssize_t tlen) {
+    char tail[] = ",\"op\":\"c\",\"ts_ms\":";
+    tail[7] = op;
+    if (out_put(o, "{\"before\":", 10) < 0 || (before ? out_put(o, before, blen) : out_put(o, "null", 4)) < 0 ||
+        out_put(o, ",\"after\":", 9) < 0 || (after ? out_put(o, after, alen) : out_put(o, "null", 4)) < 0 ||
+        out_put(o, source, slen) < 0 || out_put(o, tail, (Py_ssize_t)sizeof tail - 1) < 0 || out_put(o, ts, tlen) < 0 ||
+        out_put(o, ",\"transaction\":null}\n", 21) < 0)
+        return -1;
+    return 0;
+}
+
+/* encode(chunk, start, kind_key, spellings, key_keys, time_key, source, now, split, pending)
+ *     -> (output, position, lines, counts per kind, events (c, u, d), pending)
+ * DebeziumEncoder.step over the lines from start until one it declines: a -U waits for the next
+ * line; a -U then a +U (with --key: of equal key values) is one u event, unless split. time_key:
+ * the time column as a JSON string (b"": none; ts_ms is now, the text of an integer); source: the
+ * event's ',"source":{...}' or b"". pending (a -U's row, compact JSON text, or None) comes from
+ * the call before and goes to the next. Declined: what parse_changes declines, and a line whose
+ * event needs a time value that is not a plain integer, or key values the texts cannot compare. */
+static PyObject *encode(PyObject *self, PyObject *args) {
+    UNUSED(self);
+    Py_buffer chunk, kind_key, time_key, source, now;
+    Py_ssize_t start;
+    int split;
+    PyObject *spellings, *key_keys, *pending_in, *result_obj = NULL;
+    Out out = {0}, image = {0}, key = {0}, ts = {0};
+    Pending pend;
+    memset(&pend, 0, sizeof pend);
+    Members *ms = NULL;
+    RecordSpec rs;
+    if (!PyArg_ParseTuple(args, "y*ny*O!O!y*y*y*pO", &chunk, &start, &kind_key, &PyTuple_Type, &spellings,
+                          &PyTuple_Type, &key_keys, &time_key, &source, &now, &split, &pending_in))
+        return NULL;
+    PyObject *no_extras = PyTuple_New(0);
+    if (!no_extras) goto done;
+    int spec_ok = record_spec(&rs, &kind_key, spellings, key_keys, no_extras) == 0;
+    Py_DECREF(no_extras);
+    if (!spec_ok || check_start(start, &chunk) < 0) goto done;
+    int64_t unused_now;
+    if (!plain_int(now.buf, now.len, &unused_now)) {
+        PyErr_SetString(PyExc_ValueError, "encode: now must be the text of an integer");
+        goto done;
+    }
+    if (!(ms = PyMem_RawMalloc(sizeof(Members)))) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    const ChangeSpec *cs = &rs.cs;
+    if (pending_in != Py_None) { /* the -U left by the call before: its key and time read again */
+        if (!PyBytes_Check(pending_in)) {
+            PyErr_SetString(PyExc_TypeError, "encode: pending must be bytes or None");
+            goto done;
+        }
+        ptr pp = (ptr)PyBytes_AS_STRING(pending_in), pe = pp + PyBytes_GET_SIZE(pending_in);
+        if (!line_object(pp, pe, ms) || any_key_escaped(ms) || has_repeated_keys(ms)) {
+            /* not a row this code reads: the next line that needs its key or time is declined,
+             * and a d event of it is written as the text it is (a JSON object, from Python) */
+            pend.set = 2, pend.ts_state = 2;
+            if (out_put(&pend.row, pp, pe - pp) < 0) goto done;
+        } else {
+            int got = encode_key(&pend.key, cs, ms);
+            if (got < 0 || (time_key.len && (pend.ts_state = encode_ts(&pend.ts, ms, time_key.buf, time_key.len)) < 0)) {
+                PyErr_NoMemory();
+                goto done;
+            }
+            if (put_compact(&pend.row, pp, pe) < 0) goto done;
+            pend.set = got > 0 ? 1 : 2; /* 2: key values the texts cannot compare */
+        }
+    }
+    Py_ssize_t lines = 0, counts[4] = {0}, events[3] = {0};
+    ptr base = chunk.buf, end = base + chunk.len, p = base + start;
+    while (p < end) {
+        ptr nl = memchr(p, '\n', (size_t)(end - p));
+        ptr line_end = nl ? nl : end;
+        if (!line_object(p, line_end, ms) || any_key_escaped(ms) || has_repeated_keys(ms)) break;
+        int at_kind = find_key(ms, cs->kind_key, cs->kind_len), kind = -1;
+        if (at_kind < 0 || ms->m[at_kind].val_escaped) break;
+        for (int i = 0; i < cs->n_spellings && kind < 0; i++)
+            if (span_is(ms->m[at_kind].val, ms->m[at_kind].val_end, cs->spelling[i], cs->spelling_len[i]))
+                kind = cs->spelling_kind[i];
+        if (kind < 0) break;
+        /* the row's time value, where an event of this line needs it */
+        int ts_state = 1;
+        const char *ts_text = now.buf;
+        Py_ssize_t ts_len = now.len;
+        if (time_key.len) {
+            if (find_key(ms, time_key.buf, time_key.len) == at_kind) break;
+            ts_state = encode_ts(&ts, ms, time_key.buf, time_key.len);
+            if (ts_state < 0) goto nomemory;
+            ts_text = ts.buf, ts_len = ts.len;
+        }
+        int line_needs_ts = !(kind == 1 && !split); /* a -U that waits makes no event yet */
+        int merge = 0;
+        if (pend.set && kind == 2 && !split) {
+            int got = encode_key(&key, cs, ms);
+            if (got < 0) goto nomemory;
+            if (got == 0 || pend.set == 2) break; /* key values the texts cannot compare */
+            merge = key.len == pend.key.len && !memcmp(key.buf, pend.key.buf, (size_t)key.len);
+        }
+        if ((line_needs_ts || merge) && ts_state != 1) break;
+        if (pend.set && !merge && time_key.len && pend.ts_state != 1) break; /* the pending d's time */
+        image.len = 0;
+        if (put_image(&image, ms, at_kind) < 0) goto nomemory;
+        if (pend.set) {
+            if (merge) {
+                if (put_event(&out, 'u', pend.row.buf, pend.row.len, image.buf, image.len, source.buf, source.len,
+                              ts_text, ts_len) < 0)
+                    goto done;
+                events[1]++;
+            } else {
+                const char *pts = time_key.len ? pend.ts.buf : now.buf;
+                Py_ssize_t pts_len = time_key.len ? pend.ts.len : now.len;
+                if (put_event(&out, 'd', pend.row.buf, pend.row.len, NULL, 0, source.buf, source.len, pts, pts_len) < 0)
+                    goto done;
+                events[2]++;
+            }
+            pend.set = 0;
+        }
+        counts[kind]++;
+        if (!merge) {
+            int failed = 0;
+            if (kind == 0) {
+                failed = put_event(&out, 'c', NULL, 0, image.buf, image.len, source.buf, source.len, ts_text, ts_len);
+                events[0]++;
+            } else if (kind == 1 && split) {
+                failed = put_event(&out, 'd', image.buf, image.len, NULL, 0, source.buf, source.len, ts_text, ts_len);
+                events[2]++;
+            } else if (kind == 1) { /* waits for its +U */
+                int got = encode_key(&pend.key, cs, ms);
+                if (got < 0 || (time_key.len && (pend.ts_state = encode_ts(&pend.ts, ms, time_key.buf, time_key.len)) < 0))
+                    goto nomemory;
+                pend.row.len = 0;
+                if (out_put_raw(&pend.row, image.buf, image.len) < 0) goto nomemory;
+                pend.set = got > 0 ? 1 : 2;
+            } else if (kind == 2) {
+                failed = put_event(&out, split ? 'c' : 'u', NULL, 0, image.buf, image.len, source.buf, source.len,
+                                   ts_text, ts_len);
+                events[split ? 0 : 1]++;
+            } else {
+                failed = put_event(&out, 'd', image.buf, image.len, NULL, 0, source.buf, source.len, ts_text, ts_len);
+                events[2]++;
+            }
+            if (failed) goto done;
+        }
+        lines++;
+        p = nl ? nl + 1 : end;
+    }
+    {
+        PyObject *data = PyBytes_FromStringAndSize(out.buf ? out.buf : "", out.len);
+        PyObject *left = !data         ? NULL
+                         : pend.set    ? PyBytes_FromStringAndSize(pend.row.buf ? pend.row.buf : "", pend.row.len)
+                                       : Py_NewRef(Py_None);
+        if (data && left)
+            result_obj = Py_BuildValue("(Onn(nnnn)(nnn)O)", data, p - base, lines, counts[0], counts[1], counts[2],
+                                       counts[3], events[0], events[1], events[2], left);
+        Py_XDECREF(data);
+        Py_XDECREF(left);
+    }
+    goto done;
+nomemory:
+    PyErr_NoMemory();
+done:
+    PyMem_RawFree(ms);
+    PyMem_RawFree(out.buf);
+    PyMem_RawFree(image.buf);
+    PyMem_RawFree(key.buf);
+    PyMem_RawFree(ts.buf);
+    PyMem_RawFree(pend.row.buf);
+    PyMem_RawFree(pend.key.buf);
+    PyMem_RawFree(pend.ts.buf);
+    PyBuffer_Release(&chunk);
+    PyBuffer_Release(&kind_key);
+    PyBuffer_Release(&time_key);
+    PyBuffer_Release(&source);
+    PyBuffer_Release(&now);
     return result_obj;
 }
 
@@ -1588,6 +3134,8 @@ static PyMethodDef methods[] = {
     {"keyed", keyed, METH_VARARGS, "Apply changelog lines to an upsert table of row bytes."},
     {"parse_changes", parse_changes, METH_VARARGS, "The parsing half of keyed, without the GIL."},
     {"apply_changes", apply_changes, METH_VARARGS, "The applying half of keyed."},
+    {"parse_records", parse_records, METH_VARARGS, "Changes parsed into records for a State, without the GIL."},
+    {"encode", encode, METH_VARARGS, "Changelog lines to Debezium events (debezium-encode)."},
     {"_set_probe_budget", set_probe_budget, METH_O, "Tests only: the probes allowed before names are sorted."},
     {NULL, NULL, 0, NULL},
 };
@@ -1614,9 +3162,10 @@ PyMODINIT_FUNC PyInit__kernel(void) {
         PyErr_SetString(PyExc_ImportError, "cdc kernel: os.urandom gave no hash key");
         return NULL;
     }
-    if (PyType_Ready(&TableType) < 0) return NULL;
+    if (PyType_Ready(&TableType) < 0 || PyType_Ready(&StateType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m && (PyModule_AddObjectRef(m, "Table", (PyObject *)&TableType) < 0 ||
+              PyModule_AddObjectRef(m, "State", (PyObject *)&StateType) < 0 ||
               PyModule_AddIntConstant(m, "MAX_KEY_BYTES", (long)MAX_KEY_BYTES) < 0))
         Py_CLEAR(m);
     return m;

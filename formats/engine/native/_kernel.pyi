@@ -61,3 +61,60 @@ def count_lines(chunk: bytes) -> int: ...
 # Tests only: how many probes a member-name index may take before it sorts the names instead
 # (-1: the default). Returns the previous budget.
 def _set_probe_budget(budget: int) -> int: ...
+
+# -- the state engine (formats/engine/native/state.py) -----------------------------------------
+
+# Parses without the GIL (the chunk must be read-only): plain changes packed as records
+#     [kind u8][line u32][offset u32][key length u32][key][row length u32][row]
+#     then per extra column [length u32][value as written] (0xFFFFFFFF: the row lacks it)
+# key: the canonical text of the key columns' values (equal texts exactly when Python finds the
+# values equal), or without key columns the row's (a multiset's identity). Declines what
+# parse_changes declines, and a line whose key its text cannot decide (nested values, floats of
+# more than 15 digits). Chunks of at most 1 GiB.
+def parse_records(
+    chunk: bytes,
+    start: int,
+    kind_key: bytes,
+    spellings: tuple[tuple[bytes, int], ...],
+    key_keys: tuple[bytes, ...],
+    extra_keys: tuple[bytes, ...],
+) -> tuple[bytes, int, int]: ...
+
+# handle(code, line, offset, kind, a, b) -> int: what the texts cannot tell (codes H_* of
+# state.py); it may run any Python code, but not this State's methods (RuntimeError).
+Handle = object
+
+class State:
+    """command 0 multiset, 1 keyed, 2 replay; flags F_* of state.py; n_extras: the extra columns
+    of the records (0 to 4); firsts: replay's kind members, e.g. b'"op":"+I"'; since/until:
+    replay's integer bounds (with F_INT_BOUNDS)."""
+
+    def __init__(
+        self, command: int, flags: int, n_extras: int, firsts: tuple[bytes, bytes, bytes, bytes],
+        since: int = 0, until: int = 0,
+    ) -> None: ...
+    # The records (read-only) from byte ``start`` (a record's start) on; the whole buffer is
+    # checked first (ValueError: the state as it was). Returns replay's rows (b"" otherwise).
+    def apply(self, records: bytes, start: int, handle: object) -> bytes: ...
+    def net(self, handle: object) -> bytes: ...
+    def texts(self) -> list[bytes]: ...
+    def items(self, which: int = 0) -> list[tuple[bytes, bytes, int, object]]: ...
+    def counters(self) -> tuple[int, ...]: ...
+    def previous(self) -> tuple[int, bytes] | None: ...
+    def time_range(self) -> tuple[object, object]: ...
+    def sizes(self) -> tuple[int, int]: ...
+
+# DebeziumEncoder.step over the lines from start until one it declines:
+#     (events, position, lines, counts per kind, events (c, u, d), pending -U's row or None)
+def encode(
+    chunk: bytes,
+    start: int,
+    kind_key: bytes,
+    spellings: tuple[tuple[bytes, int], ...],
+    key_keys: tuple[bytes, ...],
+    time_key: bytes,
+    source: bytes,
+    now: bytes,
+    split: bool,
+    pending: bytes | None,
+) -> tuple[bytes, int, int, tuple[int, int, int, int], tuple[int, int, int], bytes | None]: ...
