@@ -883,6 +883,745 @@ done:
 }
 
 
+/* ================================================================ Canal, Maxwell, OGG ====== */
+
+/* Each reads a line as CoreDecoder (core/envelopes) reads its event and writes the changelog rows
+ * it makes, values as written (Canal's converted as its sqlType says); a line it is not sure of
+ * is declined, as debezium() does: a tombstone, a message that is not a row change (DDL, markers,
+ * truncates), an image that is not a plain object, a value it does not convert exactly. All
+ * return (output, position, lines, counts per kind, 0) and, ogg, the shapes it learnt. */
+
+/* An image the rows can be written from as they are: distinct unescaped names, no kind column. */
+static int plain_row(const Members *ms, const char *kind_key, Py_ssize_t kind_len) {
+    if (any_key_escaped(ms) || has_repeated_keys(ms)) return 0;
+    return find_key(ms, kind_key, kind_len) == -1;
+}
+
+/* The 4 first members (bytes) of an envelope entry point, checked. */
+static int firsts_of(PyObject *firsts, const char *first[4], Py_ssize_t first_len[4]) {
+    if (PyTuple_GET_SIZE(firsts) != 4) {
+        PyErr_SetString(PyExc_ValueError, "four first members expected");
+        return -1;
+    }
+    for (int i = 0; i < 4; i++) {
+        PyObject *m = PyTuple_GET_ITEM(firsts, i);
+        if (!PyBytes_Check(m)) {
+            PyErr_SetString(PyExc_TypeError, "first members: bytes expected");
+            return -1;
+        }
+        first[i] = PyBytes_AS_STRING(m);
+        first_len[i] = PyBytes_GET_SIZE(m);
+    }
+    return 0;
+}
+
+/* The value of a member that is an unescaped string equal to text (a type, an op code). */
+static int member_is(const Members *ms, int at, const char *text, Py_ssize_t n) {
+    return at >= 0 && !ms->m[at].val_escaped && span_is(ms->m[at].val, ms->m[at].val_end, text, n);
+}
+
+/* "{" + first + the members of after, each value taken from before where before names it (an
+ * update's before image: after's columns in after's order) + "}\n". before's names are among
+ * after's (checked by the caller). */
+static int put_merged(Out *o, const char *first, Py_ssize_t first_len, const Members *after, const Members *before) {
+    if (out_put(o, "{", 1) < 0 || out_put(o, first, first_len) < 0) return -1;
+    for (int i = 0; i < after->n; i++) {
+        const Member *m = &after->m[i];
+        int at = find_key(before, (const char *)m->key, m->key_end - m->key);
+        const Member *v = at >= 0 ? &before->m[at] : m;
+        if (out_put(o, ",", 1) < 0 || out_put(o, m->key, m->key_end - m->key) < 0 || out_put(o, ":", 1) < 0) return -1;
+        if (*v->val == '{' || *v->val == '[' ? put_compact(o, v->val, v->val_end) < 0
+                                              : out_put(o, v->val, v->val_end - v->val) < 0)
+            return -1;
+    }
+    return out_put(o, "}\n", 2);
+}
+
+/* maxwell(chunk, start, kind_key, firsts, bootstrap_insert) -- MaxwellDecoder without state,
+ * metadata or filters: insert +I(data), update -U(data over old) +U(data), delete -D(data),
+ * bootstrap-insert +I(data) when bootstrap_insert. */
+static PyObject *maxwell(PyObject *self, PyObject *args) {
+    UNUSED(self);
+    Py_buffer chunk, kind_key;
+    Py_ssize_t start;
+    int bootstrap;
+    const char *first[4];
+    Py_ssize_t first_len[4];
+    PyObject *firsts, *result_obj = NULL;
+    Out o = {0};
+    Members *event = NULL, *data = NULL, *old = NULL;
+    if (!PyArg_ParseTuple(args, "y*ny*O!p", &chunk, &start, &kind_key, &PyTuple_Type, &firsts, &bootstrap)) return NULL;
+    if (check_start(start, &chunk) < 0 || firsts_of(firsts, first, first_len) < 0) goto done;
+    event = PyMem_Malloc(sizeof(Members));
+    data = PyMem_Malloc(sizeof(Members));
+    old = PyMem_Malloc(sizeof(Members));
+    if (!event || !data || !old) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    {
+        ptr base = chunk.buf, end = base + chunk.len, p = base + start;
+        Py_ssize_t lines = 0, counts[4] = {0};
+        const char *kk = kind_key.buf;
+        Py_ssize_t kl = kind_key.len;
+        while (p < end) {
+            ptr nl = memchr(p, '\n', (size_t)(end - p));
+            if (!line_object(p, nl ? nl : end, event) || any_key_escaped(event) || has_repeated_keys(event)) break;
+            int at_type = find_key(event, "\"type\"", 6), at_data = find_key(event, "\"data\"", 6);
+            if (at_data < 0 || *event->m[at_data].val != '{') break;
+            const Member *d = &event->m[at_data];
+            if (!members_of(d->val, d->val_end, data) || !plain_row(data, kk, kl)) break;
+            int insert = member_is(event, at_type, "\"insert\"", 8) ||
+                         (bootstrap && member_is(event, at_type, "\"bootstrap-insert\"", 18));
+            if (insert) {
+                if (put_row(&o, first[0], first_len[0], data, -1) < 0) goto done;
+                counts[0]++;
+            } else if (member_is(event, at_type, "\"delete\"", 8)) {
+                if (put_row(&o, first[3], first_len[3], data, -1) < 0) goto done;
+                counts[3]++;
+            } else if (member_is(event, at_type, "\"update\"", 8)) {
+                int at_old = find_key(event, "\"old\"", 5);
+                const Members *before = data;
+                if (at_old >= 0 && !span_is(event->m[at_old].val, event->m[at_old].val_end, "null", 4)) {
+                    const Member *ov = &event->m[at_old];
+                    /* old's names must be data's: an old-only column would come last (general way) */
+                    if (*ov->val != '{' || !members_of(ov->val, ov->val_end, old) || any_key_escaped(old) ||
+                        has_repeated_keys(old) || !covers(data, old))
+                        break;
+                    before = old;
+                }
+                if ((before == data ? put_row(&o, first[1], first_len[1], data, -1)
+                                    : put_merged(&o, first[1], first_len[1], data, before)) < 0 ||
+                    put_row(&o, first[2], first_len[2], data, -1) < 0)
+                    goto done;
+                counts[1]++, counts[2]++;
+            } else {
+                break; /* bootstrap markers, DDL, unknown types: the general way counts or fails them */
+            }
+            lines++;
+            p = nl ? nl + 1 : end;
+        }
+        result_obj = result(&o, p - base, lines, counts, 0);
+    }
+done:
+    PyMem_Free(event);
+    PyMem_Free(data);
+    PyMem_Free(old);
+    PyMem_RawFree(o.buf);
+    PyBuffer_Release(&chunk);
+    PyBuffer_Release(&kind_key);
+    return result_obj;
+}
+
+/* ---------------------------------------------------------------- OGG ------------------- */
+
+#define MAX_TABLES 16
+
+/* A table's shape: the names of its last insert's after image (OggDecoder._shapes), as spans
+ * into the bytes that hold them (Python's tuple, or the chunk). */
+typedef struct {
+    const char *table; /* the table's value as written: an unescaped string, or null */
+    Py_ssize_t table_len;
+    int n_names, room, has_shape;
+    const char **name;
+    Py_ssize_t *name_len;
+    int learnt; /* an insert of this call set it: reported back */
+    ptr after, after_end;
+} Shape;
+
+typedef struct {
+    Shape t[MAX_TABLES];
+    int n, complete; /* complete: every table Python knows a shape of is here */
+} Shapes;
+
+static void shapes_free(Shapes *sh) {
+    for (int i = 0; i < sh->n; i++) {
+        PyMem_Free((void *)sh->t[i].name);
+        PyMem_Free(sh->t[i].name_len);
+    }
+}
+
+/* Room for n names in a shape (kept across inserts). */
+static int shape_room(Shape *s, int n) {
+    s->n_names = 0;
+    if (s->name && n <= s->room) return 0;
+    PyMem_Free((void *)s->name);
+    PyMem_Free(s->name_len);
+    s->room = n < 16 ? 16 : n;
+    s->name = PyMem_Malloc((size_t)s->room * sizeof(s->name[0]));
+    s->name_len = PyMem_Malloc((size_t)s->room * sizeof(s->name_len[0]));
+    if (!s->name || !s->name_len) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    return 0;
+}
+
+/* The shapes Python passes: ((table as JSON text, (name as JSON string, ...)), ...). */
+static int shapes_of(PyObject *given, int complete, Shapes *sh) {
+    Py_ssize_t n = PyTuple_GET_SIZE(given);
+    sh->n = 0;
+    sh->complete = complete;
+    if (n > MAX_TABLES) {
+        PyErr_SetString(PyExc_ValueError, "shapes: at most 16 tables");
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *e = PyTuple_GET_ITEM(given, i), *names;
+        if (!PyTuple_Check(e) || PyTuple_GET_SIZE(e) != 2 || !PyBytes_Check(PyTuple_GET_ITEM(e, 0)) ||
+            !PyTuple_Check(names = PyTuple_GET_ITEM(e, 1))) {
+            PyErr_SetString(PyExc_TypeError, "shapes: (bytes, tuple of bytes) expected");
+            return -1;
+        }
+        Shape *s = &sh->t[sh->n];
+        memset(s, 0, sizeof *s);
+        sh->n++;
+        s->table = PyBytes_AS_STRING(PyTuple_GET_ITEM(e, 0));
+        s->table_len = PyBytes_GET_SIZE(PyTuple_GET_ITEM(e, 0));
+        Py_ssize_t k = PyTuple_GET_SIZE(names);
+        if (k > MAX_MEMBERS) {
+            PyErr_SetString(PyExc_ValueError, "shapes: too many names");
+            return -1;
+        }
+        if (shape_room(s, (int)k) < 0) return -1;
+        for (Py_ssize_t j = 0; j < k; j++) {
+            PyObject *name = PyTuple_GET_ITEM(names, j);
+            if (!PyBytes_Check(name)) {
+                PyErr_SetString(PyExc_TypeError, "shapes: names: bytes expected");
+                return -1;
+            }
+            s->name[j] = PyBytes_AS_STRING(name);
+            s->name_len[j] = PyBytes_GET_SIZE(name);
+        }
+        s->n_names = (int)k;
+        s->has_shape = 1;
+    }
+    return 0;
+}
+
+/* The shape entry of an event's table (its value as written: an unescaped string or null; a
+ * missing table is null, as event.get sees it); NULL: another table this code cannot place. */
+static Shape *shape_for(Shapes *sh, const Members *event, int *unknown) {
+    int at = find_key(event, "\"table\"", 7);
+    const char *text = "null";
+    Py_ssize_t len = 4;
+    *unknown = 0;
+    if (at >= 0) {
+        const Member *m = &event->m[at];
+        if (m->val_escaped || (*m->val != '"' && !span_is(m->val, m->val_end, "null", 4))) return NULL;
+        text = (const char *)m->val, len = m->val_end - m->val;
+    }
+    for (int i = 0; i < sh->n; i++)
+        if (sh->t[i].table_len == len && !memcmp(sh->t[i].table, text, (size_t)len)) return &sh->t[i];
+    if (!sh->complete || sh->n == MAX_TABLES) return NULL; /* perhaps a shape Python knows */
+    Shape *s = &sh->t[sh->n++];                            /* a table without a shape yet */
+    memset(s, 0, sizeof *s);
+    s->table = text, s->table_len = len;
+    *unknown = 1;
+    return s;
+}
+
+/* Every name of the shape is a name of image: at once where image starts with them, in order. */
+static int has_shape_names(const Members *image, const Shape *s) {
+    int j = 0;
+    for (; j < s->n_names && j < image->n; j++)
+        if (!span_is(image->m[j].key, image->m[j].key_end, s->name[j], s->name_len[j])) break;
+    for (; j < s->n_names; j++)
+        if (find_key(image, s->name[j], s->name_len[j]) < 0) return 0;
+    return 1;
+}
+
+/* ogg(chunk, start, kind_key, firsts, shapes, complete)
+ *   -> (output, position, lines, counts, 0, learnt: ((table text, after text), ...))
+ * OggDecoder without state, metadata or filters: I +I(after); U -U(before) +U(after) with a
+ * whole before image (every name of after, and of the table's last insert); D -D(before), whole
+ * as well. shapes: the tables' last inserts' names Python knows (complete: all of them); an
+ * insert this call reads is reported in learnt, for Python's _shapes. A compressed update (after
+ * lacks names of before), a partial before image, T and other op types go the general way. */
+static PyObject *ogg(PyObject *self, PyObject *args) {
+    UNUSED(self);
+    Py_buffer chunk, kind_key;
+    Py_ssize_t start;
+    int complete;
+    const char *first[4];
+    Py_ssize_t first_len[4];
+    PyObject *firsts, *given, *result_obj = NULL, *learnt = NULL;
+    Out o = {0};
+    Shapes sh;
+    sh.n = 0;
+    Members *event = NULL, *before = NULL, *after = NULL;
+    if (!PyArg_ParseTuple(args, "y*ny*O!O!p", &chunk, &start, &kind_key, &PyTuple_Type, &firsts, &PyTuple_Type, &given,
+                          &complete))
+        return NULL;
+    if (check_start(start, &chunk) < 0 || firsts_of(firsts, first, first_len) < 0 || shapes_of(given, complete, &sh) < 0)
+        goto done;
+    event = PyMem_Malloc(sizeof(Members));
+    before = PyMem_Malloc(sizeof(Members));
+    after = PyMem_Malloc(sizeof(Members));
+    if (!event || !before || !after) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    {
+        ptr base = chunk.buf, end = base + chunk.len, p = base + start;
+        Py_ssize_t lines = 0, counts[4] = {0};
+        const char *kk = kind_key.buf;
+        Py_ssize_t kl = kind_key.len;
+        while (p < end) {
+            ptr nl = memchr(p, '\n', (size_t)(end - p));
+            if (!line_object(p, nl ? nl : end, event) || any_key_escaped(event) || has_repeated_keys(event)) break;
+            int at_op = find_key(event, "\"op_type\"", 9), at_before = find_key(event, "\"before\"", 8),
+                at_after = find_key(event, "\"after\"", 7), unknown = 0;
+            int insert = member_is(event, at_op, "\"I\"", 3), update = member_is(event, at_op, "\"U\"", 3),
+                delete = member_is(event, at_op, "\"D\"", 3);
+            if (!insert && !update && !delete) break;
+            Shape *shape = shape_for(&sh, event, &unknown);
+            if (!shape) break;
+            int ok = 1;
+            const Member *bv = at_before >= 0 ? &event->m[at_before] : NULL;
+            const Member *av = at_after >= 0 ? &event->m[at_after] : NULL;
+            if (insert || update)
+                ok = av && *av->val == '{' && members_of(av->val, av->val_end, after) && plain_row(after, kk, kl);
+            if (ok && (update || delete))
+                ok = bv && *bv->val == '{' && members_of(bv->val, bv->val_end, before) && before->n > 0 &&
+                     plain_row(before, kk, kl) && (!shape->has_shape || has_shape_names(before, shape));
+            /* an update whose after image names fewer columns is compressed: merged the general way */
+            if (ok && update) ok = after->n == before->n && covers(before, after);
+            if (!ok) {
+                if (unknown) sh.n--;
+                break;
+            }
+            if (insert) {
+                if (put_row(&o, first[0], first_len[0], after, -1) < 0) goto done;
+                counts[0]++;
+                if (shape_room(shape, after->n) < 0) goto done;
+                for (int j = 0; j < after->n; j++) {
+                    shape->name[j] = (const char *)after->m[j].key;
+                    shape->name_len[j] = after->m[j].key_end - after->m[j].key;
+                }
+                shape->n_names = after->n;
+                shape->has_shape = shape->learnt = 1;
+                shape->after = av->val, shape->after_end = av->val_end;
+            } else if (update) {
+                if (put_row(&o, first[1], first_len[1], before, -1) < 0 ||
+                    put_row(&o, first[2], first_len[2], after, -1) < 0)
+                    goto done;
+                counts[1]++, counts[2]++;
+            } else {
+                if (put_row(&o, first[3], first_len[3], before, -1) < 0) goto done;
+                counts[3]++;
+            }
+            lines++;
+            p = nl ? nl + 1 : end;
+        }
+        learnt = PyList_New(0);
+        for (int i = 0; learnt && i < sh.n; i++) {
+            if (!sh.t[i].learnt) continue;
+            PyObject *item = Py_BuildValue("(y#y#)", sh.t[i].table, sh.t[i].table_len, sh.t[i].after,
+                                           (Py_ssize_t)(sh.t[i].after_end - sh.t[i].after));
+            if (!item || PyList_Append(learnt, item) < 0) Py_CLEAR(learnt);
+            Py_XDECREF(item);
+        }
+        if (!learnt) goto done;
+        PyObject *data = PyBytes_FromStringAndSize(o.buf ? o.buf : "", o.len);
+        if (data)
+            result_obj = Py_BuildValue("(Nnn(nnnn)iN)", data, p - base, lines, counts[0], counts[1], counts[2],
+                                       counts[3], 0, learnt);
+        else
+            Py_DECREF(learnt);
+        learnt = NULL;
+    }
+done:
+    shapes_free(&sh);
+    PyMem_Free(event);
+    PyMem_Free(before);
+    PyMem_Free(after);
+    PyMem_RawFree(o.buf);
+    PyBuffer_Release(&chunk);
+    PyBuffer_Release(&kind_key);
+    return result_obj;
+}
+
+/* ---------------------------------------------------------------- Canal ----------------- */
+
+enum { TO_NONE = 0, TO_INT, TO_FLOAT, TO_DECIMAL, TO_BOOL };
+
+/* A sqlType code as written → what Canal's decoder makes of a text value of that column. */
+static int sql_type(const Member *code) {
+    ptr v = code->val;
+    Py_ssize_t n = code->val_end - v;
+    if (n == 1) { /* 2 3 4 5 6 7 8 */
+        switch (v[0]) {
+        case '4':
+        case '5': return TO_INT;
+        case '6':
+        case '7':
+        case '8': return TO_FLOAT;
+        case '2':
+        case '3': return TO_DECIMAL;
+        default: return TO_NONE;
+        }
+    }
+    if (n == 2) { /* -6 -5 16 */
+        if (v[0] == '-' && (v[1] == '6' || v[1] == '5')) return TO_INT;
+        if (v[0] == '1' && v[1] == '6') return TO_BOOL;
+    }
+    return TO_NONE; /* another integer, a float, a string...: no conversion (Python: type(code) is int) */
+}
+
+/* A decimal number text: -?(0|[1-9][0-9]*)(.[0-9]+)? -- 1 with its parts, or 0. */
+static int decimal_text(ptr s, ptr e, ptr *int_start, ptr *int_end, ptr *frac, ptr *frac_end) {
+    ptr p = s;
+    if (p < e && *p == '-') p++;
+    *int_start = p;
+    if (p >= e) return 0;
+    if (*p == '0') p++;
+    else if (*p >= '1' && *p <= '9')
+        while (p < e && is_digit(*p)) p++;
+    else return 0;
+    *int_end = p;
+    *frac = *frac_end = p;
+    if (p < e && *p == '.') {
+        *frac = ++p;
+        while (p < e && is_digit(*p)) p++;
+        *frac_end = p;
+        if (*frac == *frac_end) return 0;
+    }
+    return p == e;
+}
+
+/* One value of a Canal row, converted as CanalDecoder._convert_rows does it, written to o. 1, 0
+ * (declined: a value this code does not convert exactly; the general way decides), -1. */
+static int put_canal_value(Out *o, const Member *m, int to) {
+    ptr v = m->val, e = m->val_end;
+    if (to == TO_NONE || *v != '"') /* no conversion, or not text (null, a number): as it is */
+        return (*v == '{' || *v == '[') ? (put_compact_raw(o, v, e) < 0 ? -1 : 1) : (out_put_raw(o, v, e - v) < 0 ? -1 : 1);
+    if (m->val_escaped) return 0;
+    ptr s = v + 1, t = e - 1, is, ie, fs, fe;
+    if (to == TO_BOOL) {
+        if (span_is(s, t, "1", 1) || span_is(s, t, "true", 4)) return out_put_raw(o, "true", 4) < 0 ? -1 : 1;
+        if (span_is(s, t, "0", 1) || span_is(s, t, "false", 5)) return out_put_raw(o, "false", 5) < 0 ? -1 : 1;
+        return 0;
+    }
+    if (!decimal_text(s, t, &is, &ie, &fs, &fe)) return 0;
+    int neg = *s == '-';
+    if (to == TO_INT) { /* int(text): the digits, at most 18 (beyond, the general way) */
+        if (fs != fe || ie - is > 18 || (neg && ie - is == 1 && *is == '0')) return 0;
+        return out_put_raw(o, s, t - s) < 0 ? -1 : 1;
+    }
+    /* the coefficient's digits (leading zeros dropped) and the exponent: str(Decimal) and float */
+    Py_ssize_t digits = 0, lead = 1;
+    for (ptr c = is; c < fe; c++) {
+        if (c == ie) continue; /* the point */
+        if (lead && *c == '0') continue;
+        lead = 0;
+        digits++;
+    }
+    Py_ssize_t frac_digits = fe > fs ? fe - fs : 0;
+    if (to == TO_DECIMAL) { /* str(Decimal(text)) is text, unless the number is below 1E-6 */
+        Py_ssize_t coeff = digits ? digits : 1;
+        if (-frac_digits + coeff - 1 < -6) return 0;
+        return out_put_raw(o, s, t - s) < 0 ? -1 : 1;
+    }
+    /* TO_FLOAT: float(text) as orjson writes it -- the same digits where they are at most 15, the
+     * number between 1e-4 and 1e15, and the fraction ends in no 0 (but "x.0"); an integer gets ".0" */
+    if (neg && digits == 0) return 0; /* -0 */
+    if (digits > 15) return 0;
+    if (frac_digits > 1 && fe[-1] == '0') return 0;
+    if (ie - is > 15) return 0;
+    if (digits) { /* the magnitude: the first non-zero digit's place */
+        Py_ssize_t place = 0;
+        if (!(ie - is == 1 && *is == '0')) place = ie - is - 1;
+        else {
+            ptr c = fs;
+            while (c < fe && *c == '0') c++;
+            place = -(c - fs) - 1;
+        }
+        if (place < -4 || place >= 15) return 0;
+    }
+    if (out_put_raw(o, s, t - s) < 0) return -1;
+    if (fs == fe && out_put_raw(o, ".0", 2) < 0) return -1;
+    return 1;
+}
+
+/* The conversion of a row member's column: its sqlType code's. */
+static int canal_type(const Members *types, int n_types, const Member *m, int guess) {
+    if (n_types <= 0) return TO_NONE;
+    if (guess < types->n && same_name(&types->m[guess], m)) return sql_type(&types->m[guess]);
+    int at = find_key(types, (const char *)m->key, m->key_end - m->key);
+    return at >= 0 ? sql_type(&types->m[at]) : TO_NONE;
+}
+
+/* "{" + first + the members of row (values converted; where old names a column, old's) + "}\n".
+ * 1, 0 (a value declined), -1. */
+static int put_canal_row(Out *o, const char *first, Py_ssize_t first_len, const Members *row, const Members *old,
+                         const Members *types, int n_types) {
+    if (out_put_raw(o, "{", 1) < 0 || out_put_raw(o, first, first_len) < 0) return -1;
+    for (int i = 0; i < row->n; i++) {
+        const Member *m = &row->m[i];
+        int at = old ? find_key(old, (const char *)m->key, m->key_end - m->key) : -1;
+        const Member *v = at >= 0 ? &old->m[at] : m;
+        if (out_put_raw(o, ",", 1) < 0 || out_put_raw(o, m->key, m->key_end - m->key) < 0 || out_put_raw(o, ":", 1) < 0)
+            return -1;
+        int got = put_canal_value(o, v, canal_type(types, n_types, m, i));
+        if (got <= 0) return got;
+    }
+    return out_put_raw(o, "}\n", 2) < 0 ? -1 : 1;
+}
+
+#define MAX_ROWS 256 /* rows of one Canal message the kernel takes (more: the general way) */
+
+/* The rows of a Canal message's data or old array, parsed once. */
+typedef struct {
+    Members **row;
+    int n, room;
+} Rows;
+
+static void rows_free(Rows *r) {
+    for (int i = 0; i < r->room; i++) PyMem_Free(r->row[i]);
+    PyMem_Free(r->row);
+}
+
+/* An array of objects at p ('['), each parsed (and validated) into r; the position after it, or
+ * NULL: invalid, an element that is not an object, more than MAX_ROWS (declined), or out of
+ * memory (*nomemory set). */
+static ptr parse_rows(ptr p, ptr end, Rows *r, int *nomemory) {
+    r->n = 0;
+    p = ws(p + 1, end);
+    if (p < end && *p == ']') return p + 1;
+    for (;;) {
+        if (p >= end || *p != '{' || r->n == MAX_ROWS) return NULL;
+        if (r->n == r->room) {
+            Members **grown = PyMem_Realloc(r->row, (size_t)(r->room + 1) * sizeof(r->row[0]));
+            if (!grown) {
+                *nomemory = 1;
+                return NULL;
+            }
+            r->row = grown;
+            if (!(r->row[r->room] = PyMem_Malloc(sizeof(Members)))) {
+                *nomemory = 1;
+                return NULL;
+            }
+            r->room++;
+        }
+        if (!(p = members_of(p, end, r->row[r->n]))) return NULL;
+        r->n++;
+        p = ws(p, end);
+        if (p >= end) return NULL;
+        if (*p == ']') return p + 1;
+        if (*p != ',') return NULL;
+        p = ws(p + 1, end);
+    }
+}
+
+/* A Canal message: its members, with data, old and sqlType parsed as they are read (one pass:
+ * those are most of its bytes). 1, or 0 (declined: not a plain message this code takes). */
+typedef struct {
+    Members *event, *types;
+    Rows data, old;
+    int has_data, has_old, has_types;
+} CanalEvent;
+
+static int canal_event(ptr p, ptr end, CanalEvent *ce, int *nomemory) {
+    Members *out = ce->event;
+    ce->has_data = ce->has_old = ce->has_types = 0;
+    out->n = 0;
+    p = ws(p, end);
+    if (p >= end || *p != '{') return 0;
+    p = ws(p + 1, end);
+    if (p < end && *p == '}') return ws(p + 1, end) == end;
+    for (;;) {
+        if (out->n == MAX_MEMBERS) return 0;
+        Member *m = &out->m[out->n++];
+        m->key_escaped = m->val_escaped = 0;
+        if (p >= end || *p != '"') return 0;
+        m->key = p;
+        if (!(p = scan_string(p, end, &m->key_escaped))) return 0;
+        m->key_end = p;
+        p = ws(p, end);
+        if (p >= end || *p != ':') return 0;
+        p = ws(p + 1, end);
+        m->val = p;
+        if (p >= end) return 0;
+        if (*p == '[' && span_is(m->key, m->key_end, "\"data\"", 6)) {
+            p = parse_rows(p, end, &ce->data, nomemory);
+            ce->has_data = 1;
+        } else if (*p == '[' && span_is(m->key, m->key_end, "\"old\"", 5)) {
+            p = parse_rows(p, end, &ce->old, nomemory);
+            ce->has_old = 1;
+        } else if (*p == '{' && span_is(m->key, m->key_end, "\"sqlType\"", 9)) {
+            p = members_of(p, end, ce->types);
+            ce->has_types = 1;
+        } else if (*p == '"') {
+            p = scan_string(p, end, &m->val_escaped);
+        } else {
+            p = skip_value(p, end, 1);
+        }
+        if (!p) return 0;
+        m->val_end = p;
+        p = ws(p, end);
+        if (p >= end) return 0;
+        if (*p == '}') return ws(p + 1, end) == end;
+        if (*p != ',') return 0;
+        p = ws(p + 1, end);
+    }
+}
+
+/* A sqlType with a code that is a number written with a fraction or an exponent: 4.0 == 4 to
+ * Python, whose decoder caches converters by the sqlType dict (the first of equal ones decides). */
+static int float_code(const Members *types) {
+    for (int i = 0; i < types->n; i++) {
+        const Member *m = &types->m[i];
+        if (*m->val != '-' && !is_digit(*m->val)) continue;
+        for (ptr c = m->val; c < m->val_end; c++)
+            if (*c == '.' || *c == 'e' || *c == 'E') return 1;
+    }
+    return 0;
+}
+
+#define MAX_SEEN 8 /* distinct sqlTypes reported per call */
+
+/* canal(chunk, start, kind_key, firsts, raw_values)
+ *     -> (output, position, lines, counts, 0, sqlTypes: the texts of the sqlType objects of the
+ *         lines taken, each once in the order first seen, then the last one)
+ * CanalDecoder without state, metadata or filters: INSERT +I and DELETE -D per row of data;
+ * UPDATE -U(data[i] with old[i]'s values) and +U(data[i]) per row, old null or as long as data.
+ * Values converted by sqlType (integers, decimals, floats, booleans as text; unless raw_values),
+ * where this code converts them exactly. The decoder caches converters by sqlType: Python
+ * replays the sqlTypes reported, so that its cache is the one the row path would have; a line
+ * whose sqlType has a code that is not written as an integer goes the general way. */
+static PyObject *canal(PyObject *self, PyObject *args) {
+    UNUSED(self);
+    Py_buffer chunk, kind_key;
+    Py_ssize_t start;
+    int raw_values, nomemory = 0, n_seen = 0;
+    const char *first[4], *seen[MAX_SEEN], *last = NULL;
+    Py_ssize_t first_len[4], seen_len[MAX_SEEN], last_len = 0;
+    PyObject *firsts, *result_obj = NULL;
+    Out o = {0};
+    CanalEvent ce;
+    memset(&ce, 0, sizeof ce);
+    if (!PyArg_ParseTuple(args, "y*ny*O!p", &chunk, &start, &kind_key, &PyTuple_Type, &firsts, &raw_values)) return NULL;
+    if (check_start(start, &chunk) < 0 || firsts_of(firsts, first, first_len) < 0) goto done;
+    ce.event = PyMem_Malloc(sizeof(Members));
+    ce.types = PyMem_Malloc(sizeof(Members));
+    if (!ce.event || !ce.types) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    {
+        ptr base = chunk.buf, end = base + chunk.len, p = base + start;
+        Py_ssize_t lines = 0, counts[4] = {0};
+        const char *kk = kind_key.buf;
+        Py_ssize_t kl = kind_key.len;
+        while (p < end) {
+            ptr nl = memchr(p, '\n', (size_t)(end - p));
+            const Members *event = ce.event;
+            if (!canal_event(p, nl ? nl : end, &ce, &nomemory) || any_key_escaped(event) || has_repeated_keys(event))
+                break;
+            int at_type = find_key(event, "\"type\"", 6);
+            int kind = member_is(event, at_type, "\"INSERT\"", 8)   ? 0
+                       : member_is(event, at_type, "\"UPDATE\"", 8) ? 1
+                       : member_is(event, at_type, "\"DELETE\"", 8) ? 3
+                                                                   : -1;
+            if (kind < 0 || !ce.has_data) break;
+            /* the column types: sqlType, an object of distinct plain names (else no conversion) */
+            int n_types = 0, at_types = -1;
+            if (ce.has_types && !raw_values) {
+                if (any_key_escaped(ce.types) || has_repeated_keys(ce.types) || float_code(ce.types)) break;
+                n_types = ce.types->n;
+                at_types = find_key(event, "\"sqlType\"", 9);
+                if (at_types < 0) break; /* never: has_types says it was read */
+                const Member *tm = &event->m[at_types];
+                int known = 0;
+                for (int i = 0; i < n_seen && !known; i++)
+                    known = span_is(tm->val, tm->val_end, seen[i], seen_len[i]);
+                if (!known && n_seen == MAX_SEEN) break;
+            }
+            /* old: null or absent, else an array of objects as long as data (an UPDATE's) */
+            int with_old = 0;
+            if (kind == 1) {
+                int at_old = find_key(event, "\"old\"", 5);
+                if (at_old >= 0 && !span_is(event->m[at_old].val, event->m[at_old].val_end, "null", 4)) {
+                    if (!ce.has_old || ce.old.n != ce.data.n) break;
+                    with_old = 1;
+                }
+            }
+            Py_ssize_t line_start = o.len;
+            int ok = 1;
+            for (int i = 0; i < ce.data.n && ok; i++) {
+                const Members *row = ce.data.row[i], *old = with_old ? ce.old.row[i] : NULL;
+                if (!plain_row(row, kk, kl)) {
+                    ok = 0;
+                    break;
+                }
+                if (old && old->n == 0) old = NULL; /* an empty old[i]: nothing changed */
+                if (old && (any_key_escaped(old) || has_repeated_keys(old) || !covers(row, old))) {
+                    ok = 0;
+                    break;
+                }
+                int got;
+                if (kind == 1) {
+                    got = put_canal_row(&o, first[1], first_len[1], row, old, ce.types, n_types);
+                    if (got > 0) got = put_canal_row(&o, first[2], first_len[2], row, NULL, ce.types, n_types);
+                } else {
+                    got = put_canal_row(&o, first[kind], first_len[kind], row, NULL, ce.types, n_types);
+                }
+                if (got < 0) nomemory = 1;
+                if (got <= 0) ok = 0;
+            }
+            if (nomemory) break;
+            if (!ok) {
+                o.len = line_start; /* what this line wrote goes: the general way writes it */
+                break;
+            }
+            if (kind == 1) counts[1] += ce.data.n, counts[2] += ce.data.n;
+            else counts[kind] += ce.data.n;
+            if (at_types >= 0) { /* a sqlType the decoder sees: reported */
+                const Member *tm = &event->m[at_types];
+                int known = 0;
+                for (int i = 0; i < n_seen && !known; i++)
+                    known = span_is(tm->val, tm->val_end, seen[i], seen_len[i]);
+                if (!known) {
+                    seen[n_seen] = (const char *)tm->val;
+                    seen_len[n_seen++] = tm->val_end - tm->val;
+                }
+                last = (const char *)tm->val, last_len = tm->val_end - tm->val;
+            }
+            lines++;
+            p = nl ? nl + 1 : end;
+        }
+        if (nomemory) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        PyObject *types = PyList_New(0);
+        for (int i = 0; types && i <= n_seen; i++) {
+            const char *text = i < n_seen ? seen[i] : last;
+            Py_ssize_t len = i < n_seen ? seen_len[i] : last_len;
+            if (!text) break;
+            PyObject *item = PyBytes_FromStringAndSize(text, len);
+            if (!item || PyList_Append(types, item) < 0) Py_CLEAR(types);
+            Py_XDECREF(item);
+        }
+        PyObject *data = types ? PyBytes_FromStringAndSize(o.buf ? o.buf : "", o.len) : NULL;
+        if (data)
+            result_obj = Py_BuildValue("(Nnn(nnnn)iN)", data, p - base, lines, counts[0], counts[1], counts[2],
+                                       counts[3], 0, types);
+        else
+            Py_XDECREF(types);
+    }
+done:
+    PyMem_Free(ce.event);
+    PyMem_Free(ce.types);
+    rows_free(&ce.data);
+    rows_free(&ce.old);
+    PyMem_RawFree(o.buf);
+    PyBuffer_Release(&chunk);
+    PyBuffer_Release(&kind_key);
+    return result_obj;
+}
+
 /* ---------------------------------------------------------------- keyed state --------- */
 
 /* A key value the splice can compare as bytes: an unescaped string or an integer (JSON has no
@@ -3136,6 +3875,9 @@ static PyMethodDef methods[] = {
     {"apply_changes", apply_changes, METH_VARARGS, "The applying half of keyed."},
     {"parse_records", parse_records, METH_VARARGS, "Changes parsed into records for a State, without the GIL."},
     {"encode", encode, METH_VARARGS, "Changelog lines to Debezium events (debezium-encode)."},
+    {"maxwell", maxwell, METH_VARARGS, "Maxwell change events → changelog rows."},
+    {"ogg", ogg, METH_VARARGS, "Oracle GoldenGate change records → changelog rows."},
+    {"canal", canal, METH_VARARGS, "Canal flat messages → changelog rows."},
     {"_set_probe_budget", set_probe_budget, METH_O, "Tests only: the probes allowed before names are sorted."},
     {NULL, NULL, 0, NULL},
 };

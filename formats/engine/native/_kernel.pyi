@@ -90,8 +90,13 @@ class State:
     replay's integer bounds (with F_INT_BOUNDS)."""
 
     def __init__(
-        self, command: int, flags: int, n_extras: int, firsts: tuple[bytes, bytes, bytes, bytes],
-        since: int = 0, until: int = 0,
+        self,
+        command: int,
+        flags: int,
+        n_extras: int,
+        firsts: tuple[bytes, bytes, bytes, bytes],
+        since: int = 0,
+        until: int = 0,
     ) -> None: ...
     # The records (read-only) from byte ``start`` (a record's start) on; the whole buffer is
     # checked first (ValueError: the state as it was). Returns replay's rows (b"" otherwise).
