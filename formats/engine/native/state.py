@@ -19,6 +19,7 @@ of, a ``-U`` waiting for its ``+U`` across calls; the general encoder takes the 
 
 from __future__ import annotations
 
+import struct
 import threading
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -32,7 +33,7 @@ from cdc.core.model import Reject, Row
 from cdc.core.profile import Profile
 from cdc.core.replay import KeyedReplay, ReplayCounts, Replayer
 from cdc.core.rowstore import row_identity
-from cdc.core.specs import EncodeSpec, InspectSpec, MaterializeSpec, ReplaySpec
+from cdc.core.specs import AggregateSpec, EncodeSpec, InspectSpec, MaterializeSpec, ReplaySpec
 from cdc.core.state import KeyedState, MultisetState, TableState
 from cdc.core.timeorder import TimePoint, as_number, sort_key
 from cdc.formats.engine.job import Job, Result
@@ -96,6 +97,10 @@ def accepts(job: Job) -> bool:
         )
     if isinstance(spec, EncodeSpec):
         return writes_lines and spec.time_column != spec.kind_column
+    if isinstance(spec, AggregateSpec):
+        from cdc.formats.engine.native.aggregate import takes
+
+        return writes_lines and takes(spec)
     return False
 
 
@@ -104,7 +109,11 @@ def run(job: Job, current: Session) -> Result:
     if isinstance(spec, EncodeSpec):
         return _run_encode(job, current)
     engine: Engine
-    if isinstance(spec, MaterializeSpec):
+    if isinstance(spec, AggregateSpec):
+        from cdc.formats.engine.native.aggregate import AggregateEngine
+
+        engine = AggregateEngine(spec, current.open_output().stream)
+    elif isinstance(spec, MaterializeSpec):
         engine = MaterializeEngine(spec, keep_texts=job.writes_bytes and job.out_format == "jsonl" and not job.columns)
     elif isinstance(spec, InspectSpec):
         engine = InspectEngine(spec)
@@ -152,12 +161,14 @@ class Chunk:
 class Engine:
     """One command's state: the kernel's State while it lasts, the core's after a hand-over."""
 
-    kind_column: str
+    kind_column: str | None  # None: rows without one, each an insert (aggregate --input-mode append)
     parse_args: tuple[Any, ...]
     kernel: Any  # the _kernel.State; None once handed over
     watch: tuple[bytes, ...] = ()  # names that hand a chunk naming one over (unknown commit columns)
 
-    def apply(self, packed: bytes, at: Chunk) -> None:
+    def apply(self, packed: bytes, at: Chunk) -> int | None:
+        """Apply the records; None, or the byte offset in them of the record the kernel stopped
+        at (the engine is to hand over before it: the general way takes it and the rest)."""
         raise NotImplementedError
 
     def hand_over(self) -> None:
@@ -226,15 +237,23 @@ class StateLines:
         job, at = self._pending
         self._pending = None
         packed, position, lines = job.result()
-        self._applied(packed, lines, at)
-        if position < len(at.chunk):
+        if self._applied(packed, lines, at) and position < len(at.chunk):
             self._declined(at, position, at.first_line + lines)
 
-    def _applied(self, packed: bytes, lines: int, at: Chunk) -> None:
+    def _applied(self, packed: bytes, lines: int, at: Chunk) -> bool:
+        """The records of ``lines`` lines from ``at``; False when the kernel stopped at one (then
+        the rest of the chunk went the general way)."""
         if self.engine.kernel is None:  # handed over while this chunk was parsed: cannot be (drained first)
             raise AssertionError("records for a state handed over")
-        self.engine.apply(packed, at)
-        self.records += lines
+        stop = self.engine.apply(packed, at)
+        if stop is None:
+            self.records += lines
+            return True
+        line, offset = struct.unpack_from("=II", packed, stop + 1)
+        self.records += line
+        self.engine.hand_over()
+        self._general(at, offset, at.first_line + line)
+        return False
 
     def _declined(self, at: Chunk, position: int, line_no: int) -> None:
         """From a declined line on: each one looked at, the kernel again after it."""
@@ -249,8 +268,10 @@ class StateLines:
                 return
             position, line_no = end, line_no + 1
             if position < size:
-                packed, position, lines = _kernel.parse_records(chunk, position, *self.engine.parse_args)
-                self._applied(packed, lines, Chunk(chunk, at.source, line_no, at.reject))
+                packed, next_position, lines = _kernel.parse_records(chunk, position, *self.engine.parse_args)
+                if not self._applied(packed, lines, Chunk(chunk, at.source, line_no, at.reject)):
+                    return
+                position = next_position
                 line_no += lines
 
     def _not_a_change(self, line: bytes, where: Location, reject: Reject) -> bool:
@@ -260,6 +281,8 @@ class StateLines:
         row = self._parse(line, where, reject)
         if row is None:
             return True
+        if self.engine.kind_column is None:  # plain rows: any object is a change
+            return False
         try:
             read_kind(row, self.engine.kind_column)
         except InputError as err:
@@ -327,7 +350,7 @@ class TableEngine(Engine):
     """A keyed or multiset table in the kernel, findings made by the core's state."""
 
     def __init__(self, kind_column: str, key: tuple[str, ...], table: TableState, flags: int, extras: tuple[str, ...]):
-        self.kind_column = kind_column
+        self.kind_column = self.kc = kind_column
         self.key = key
         self.table = table  # the core's state: findings (and, once handed over, everything)
         command = KEYED if key else MULTISET
@@ -340,8 +363,9 @@ class TableEngine(Engine):
         )
         self.counters: dict[str, int] = dict.fromkeys(COUNTERS, 0)
 
-    def apply(self, packed: bytes, at: Chunk) -> None:
+    def apply(self, packed: bytes, at: Chunk) -> int | None:
         self.kernel.apply(packed, 0, self._handle(at))
+        return None
 
     def _handle(self, at: Chunk) -> Callable[[int, int, int, int, bytes | None, bytes | None], int]:
         def handle(code: int, line: int, offset: int, kind: int, a: bytes | None, b: bytes | None) -> int:
@@ -408,7 +432,7 @@ class TableEngine(Engine):
         self.kernel = None
 
     def step(self, row: Row, where: Location) -> None:
-        kind, image = split_change(row, self.kind_column)
+        kind, image = split_change(row, self.kc)
         self.table.apply(kind, image, lambda: where)
 
 
@@ -517,7 +541,7 @@ class InspectEngine(TableEngine):
         self.kernel = None
 
     def step(self, row: Row, where: Location) -> None:
-        kind, image = split_change(row, self.kind_column)
+        kind, image = split_change(row, self.kc)
         self.profile.add(kind, image, lambda: where)
 
     def finish(self) -> None:
@@ -554,7 +578,7 @@ class ReplayEngine(Engine):
         from cdc.formats.jsonl import JsonlWriter
 
         self.spec = spec
-        self.kind_column = spec.kind_column
+        self.kind_column = self.kc = spec.kind_column
         self.out = out
         self.writer = JsonlWriter(out)
         self.counts = ReplayCounts()
@@ -613,10 +637,11 @@ class ReplayEngine(Engine):
 
         return handle
 
-    def apply(self, packed: bytes, at: Chunk) -> None:
+    def apply(self, packed: bytes, at: Chunk) -> int | None:
         out = self.kernel.apply(packed, 0, self._handle(at))
         if out:
             self.out.write(out)
+        return None
 
     def _load_counts(self) -> None:
         c = dict(zip(COUNTERS, self.kernel.counters(), strict=True))
@@ -646,7 +671,7 @@ class ReplayEngine(Engine):
                 order[key] = _row(seen) if isinstance(seen, bytes) else seen
 
     def _write(self, changes: Iterable[tuple[str, Row]]) -> None:
-        kc = self.kind_column
+        kc = self.kc
         rows = []
         for kind, image in changes:
             self.by_kind[kind] += 1
@@ -656,7 +681,7 @@ class ReplayEngine(Engine):
 
     def step(self, row: Row, where: Location) -> None:
         assert self.replayer is not None
-        kind, image = split_change(row, self.kind_column)
+        kind, image = split_change(row, self.kc)
         self._write(self.replayer.step(kind, image))
 
     def finish(self) -> None:
