@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from enum import StrEnum
 from typing import Annotated
 
 import typer
@@ -16,17 +15,6 @@ from cdc.core.state import Policy
 from cdc.formats.engine.job import Result
 
 PANEL = "Query"
-
-
-class InputMode(StrEnum):
-    changelog = "changelog"
-    upsert = "upsert"
-    append = "append"
-
-
-class Emit(StrEnum):
-    retract = "retract"
-    upsert = "upsert"
 
 
 @o.cdc_command(o.INPUT, o.OUTPUT, o.ERRORS, o.REPORT, o.SQL)
@@ -63,18 +51,18 @@ def command(
         ),
     ] = None,
     emit: Annotated[
-        Emit,
+        o.Emit,
         typer.Option("--emit", rich_help_panel=PANEL, help="retract: -U before each +U; upsert: no -U."),
-    ] = Emit.retract,
+    ] = o.Emit.retract,
     input_mode: Annotated[
-        InputMode,
+        o.InputMode,
         typer.Option(
             "--input-mode",
             rich_help_panel=PANEL,
             help="changelog: rows with a kind column; append: each plain row is an insert; "
             "upsert: each plain row upserts its --key.",
         ),
-    ] = InputMode.changelog,
+    ] = o.InputMode.changelog,
     key: o.KeyOpt = None,
     delete_when: Annotated[
         str | None,
@@ -116,7 +104,7 @@ def command(
     from cdc.core.aggregate import AggregateQuery
 
     query = AggregateQuery.parse(
-        group_by or (), agg or (), emit.value, where, retractions=input_mode != InputMode.append
+        group_by or (), agg or (), emit.value, where, retractions=input_mode != o.InputMode.append
     )
     spec = AggregateSpec(
         query,

@@ -12,6 +12,7 @@ import functools
 import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Annotated, Any, get_type_hints
 
 import typer
@@ -30,6 +31,21 @@ def split_list(values: Sequence[str] | str | None) -> tuple[str, ...]:
     if isinstance(values, str):
         values = [values]
     return tuple(dict.fromkeys(part.strip() for text in values for part in text.split(",") if part.strip()))
+
+
+class InputMode(StrEnum):
+    """How `replay` and `aggregate` read their input (Flink's changelog modes)."""
+
+    changelog = "changelog"
+    upsert = "upsert"
+    append = "append"
+
+
+class Emit(StrEnum):
+    """The changelog mode `replay` and `aggregate` write."""
+
+    retract = "retract"
+    upsert = "upsert"
 
 
 @dataclass

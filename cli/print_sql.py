@@ -9,6 +9,7 @@ from itertools import islice
 from typing import Any
 
 from cdc.cli.options import Common
+from cdc.cli.running import job_of
 from cdc.core.errors import UsageError
 from cdc.core.flinksql import (
     DebeziumInfo,
@@ -82,12 +83,8 @@ def emit(sql: str) -> None:
     sys.stdout.flush()
 
 
-def _job(common: Common, spec: Any) -> Job:
-    return Job(spec, inputs=tuple(common.inputs), input_format=common.input_format)
-
-
 def print_from_changelog_sql(common: Common, spec: FromChangelogSpec) -> None:
-    job, rows = sample(_job(common, spec))
+    job, rows = sample(job_of(common, spec))
     source = _source(job, common, spec.keys)
     emit(
         from_changelog_sql(
@@ -109,7 +106,7 @@ def print_from_changelog_sql(common: Common, spec: FromChangelogSpec) -> None:
 
 
 def print_to_changelog_sql(common: Common, spec: ToChangelogSpec) -> None:
-    job = resolve(_job(common, spec).with_(inputs=tuple(common.inputs[:1])))
+    job = resolve(job_of(common, spec).with_(inputs=tuple(common.inputs[:1])))
     source = _source(job, common)
     info = None
     rows: list[dict[str, Any]] = []
@@ -141,7 +138,7 @@ def debezium_sample(common: Common, spec: DecodeSpec) -> tuple[dict[str, str], D
     from cdc.formats.debezium import DebeziumDecoder
     from cdc.formats.registry import open_inputs
 
-    job = resolve(_job(common, spec).with_(inputs=tuple(common.inputs[:1]), input_format="debezium"))
+    job = resolve(job_of(common, spec).with_(inputs=tuple(common.inputs[:1]), input_format="debezium"))
     source = Source(job.inputs[0], "debezium")
 
     def read(raw: bool) -> tuple[list[dict[str, Any]], bool]:
@@ -167,7 +164,7 @@ def envelope_sample(common: Common, spec: DecodeSpec) -> tuple[dict[str, str], D
     """The first records of a Canal / Maxwell / OGG input: column types as cdc decodes them, and
     what Flink's format would meet (see ``flinksql.scan_records``)."""
     quiet = replace(spec, on_truncate="skip", key=(), metadata=())
-    job, rows = sample(_job(common, quiet))
+    job, rows = sample(job_of(common, quiet))
     images = [{k: v for k, v in r.items() if k != spec.kind_column} for r in rows]
     info = scan_events(job.inputs[0], envelope=spec.envelope) if job.inputs[0] != "-" else DebeziumInfo()
     if spec.bootstrap == "skip" and info.unsupported:  # cdc skips bootstrap-insert rows too
@@ -265,7 +262,7 @@ def print_aggregate_sql(common: Common, spec: AggregateSpec) -> None:
     from cdc.core.specs import CopySpec
 
     reads = "changelog" if spec.input_mode == "changelog" else "rows"
-    job, rows = sample(_job(common, CopySpec(reads, spec.kind_column)))
+    job, rows = sample(job_of(common, CopySpec(reads, spec.kind_column)))
     source = _source(job, common, spec.key)
     emit(
         aggregate_sql(
@@ -287,7 +284,7 @@ def print_aggregate_sql(common: Common, spec: AggregateSpec) -> None:
 def _changelog_sample(common: Common, kind_column: str, reads: str = "changelog") -> tuple[Job, list[dict[str, Any]]]:
     from cdc.core.specs import CopySpec
 
-    return sample(_job(common, CopySpec(reads, kind_column)))
+    return sample(job_of(common, CopySpec(reads, kind_column)))
 
 
 def print_materialize_sql(common: Common, spec: MaterializeSpec) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Iterable
-from enum import StrEnum
 from typing import Annotated, Any
 
 import typer
@@ -22,38 +21,27 @@ from cdc.formats.engine.job import Result
 REPLAY_PANEL = "Replay"
 
 
-class InputMode(StrEnum):
-    changelog = "changelog"
-    upsert = "upsert"
-    append = "append"
-
-
-class Emit(StrEnum):
-    retract = "retract"
-    upsert = "upsert"
-
-
 @o.cdc_command(o.INPUT, o.OUTPUT, o.ERRORS, o.REPORT, o.SQL)
 def command(
     common: o.Common,
     key: o.KeyOpt = None,
     input_mode: Annotated[
-        InputMode,
+        o.InputMode,
         typer.Option(
             "--input-mode",
             rich_help_panel=REPLAY_PANEL,
             help="changelog: rows with a kind column; upsert: each plain row upserts its key; "
             "append: each plain row is an insert.",
         ),
-    ] = InputMode.changelog,
+    ] = o.InputMode.changelog,
     emit: Annotated[
-        Emit,
+        o.Emit,
         typer.Option(
             "--emit",
             rich_help_panel=REPLAY_PANEL,
             help="retract: -U rebuilt before each update, full -D images; upsert: no -U.",
         ),
-    ] = Emit.retract,
+    ] = o.Emit.retract,
     delete_when: Annotated[
         str | None,
         typer.Option(

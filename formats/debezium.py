@@ -8,16 +8,16 @@ decoded from the schema block, and with a key the before image is rebuilt from t
 from __future__ import annotations
 
 import datetime as dt
-import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from decimal import Decimal
 from typing import Any, BinaryIO
 
 import orjson
 
+from cdc.core.envelopes.base import parse_metadata_specs
 from cdc.core.envelopes.detect import check_envelope
 from cdc.core.envelopes.images import ImageTexts, LiveRows
-from cdc.core.errors import InputError, Location, UsageError
+from cdc.core.errors import InputError, Location
 from cdc.core.model import Reject, Row
 from cdc.core.specs import DecodeSpec, EncodeSpec
 from cdc.core.stats import Counts
@@ -44,20 +44,9 @@ METADATA_KEYS = (
 )
 
 
-def metadata_column(key: str) -> str:
-    return re.sub(r"[^0-9A-Za-z_]", "_", key)
-
-
 def parse_metadata(specs: Sequence[str]) -> tuple[tuple[str, str], ...]:
     """``['source.table=tbl', 'ingestion-timestamp']`` → ``((key, column), …)``."""
-    out = []
-    for spec in specs:
-        key, _, column = spec.partition("=")
-        key = key.strip()
-        if key not in METADATA_KEYS:
-            raise UsageError(f"--metadata: unknown key {key!r}; choose from {', '.join(METADATA_KEYS)}")
-        out.append((key, column.strip() or metadata_column(key)))
-    return tuple(out)
+    return tuple(parse_metadata_specs(specs, METADATA_KEYS, "Debezium"))
 
 
 def _utc_millis(value: Any) -> Any:

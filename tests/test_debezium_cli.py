@@ -111,7 +111,7 @@ def test_metadata_columns_with_flink_names() -> None:
     assert list(first)[-3:] == ["tbl", "ingestion_timestamp", "source_database"]
     assert first["tbl"] == "products" and first["source_database"] == "inventory"
     assert first["ingestion_timestamp"].startswith("2024-06-01T10:00:00.120")
-    assert "unknown key" in run_cdc(["debezium-decode", "--metadata", "nope"], stdin=b"").stderr.decode()
+    assert "has no metadata 'nope'" in run_cdc(["debezium-decode", "--metadata", "nope"], stdin=b"").stderr.decode()
 
 
 def test_mysql_sample_to_parquet_has_typed_columns(tmp_path: Path) -> None:

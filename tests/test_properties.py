@@ -107,3 +107,41 @@ def test_long_number_literals_are_written_back_exactly() -> None:
     assert result.stdout == (
         '{"op":"INSERT","amount":123456789012345678901234567890.123,"n":98765432109876543210,"x":0.1}\n'
     )
+
+
+# JSON number literals as writers spell them: integers of any length, fractions with trailing
+# zeros, exponents, -0 and tiny values — in compact lines, Python's ", "/": " spacing, or other
+# whitespace, beside strings that look like numbers ("mysql-bin.000003", "4e2a").
+_int_part = st.one_of(st.just("0"), st.from_regex(r"[1-9][0-9]{0,24}", fullmatch=True))
+_fraction = st.one_of(st.just(""), st.from_regex(r"\.[0-9]{1,20}", fullmatch=True))
+_exponent = st.one_of(st.just(""), st.from_regex(r"[eE][+-]?[0-9]{1,3}", fullmatch=True))
+number_literals = st.builds("".join, st.tuples(st.sampled_from(["", "-"]), _int_part, _fraction, _exponent))
+look_alikes = st.sampled_from(['"mysql-bin.000003"', '"4e2a"', '"1.50"', '"-0"', '"a: 1.0, b"'])
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    values=st.lists(st.one_of(number_literals, look_alikes), min_size=1, max_size=6),
+    spacing=st.sampled_from([(",", ":"), (", ", ": "), (" ,", " : "), (",\t", ":  ")]),
+    in_array=st.booleans(),
+)
+def test_json_lines_keep_every_number_literal_whichever_parser_reads_them(
+    values: list[str], spacing: tuple[str, str], in_array: bool
+) -> None:
+    import orjson
+
+    from cdc.formats import jsonl
+
+    comma, colon = spacing
+    if in_array:
+        line = '{"a"' + colon + "[" + comma.join(values) + "]}"
+    else:
+        line = "{" + comma.join(f'"c{i}"{colon}{v}' for i, v in enumerate(values)) + "}"
+    data = line.encode()
+    try:
+        exact = jsonl._loads_exact(data)
+    except ValueError:  # a number past a double's range: both parsers refuse it
+        with pytest.raises((ValueError, orjson.JSONDecodeError)):
+            jsonl.loads(data)
+        return
+    assert jsonl.dumps(jsonl.loads(data)) == jsonl.dumps(exact)

@@ -13,7 +13,7 @@ import pytest
 from helpers import REPO, SAMPLES
 
 PACKAGES = ("core", "formats", "cli")
-THIRD_PARTY = {"typer", "rich", "orjson", "msgspec", "pyarrow", "click"}
+THIRD_PARTY = {"typer", "rich", "orjson", "pyarrow", "click"}
 
 
 def imports_of(path: Path) -> set[str]:
@@ -67,7 +67,7 @@ def test_start_up_stays_light() -> None:
 
 
 def test_help_and_jsonl_commands_do_not_import_pyarrow() -> None:
-    assert not {"pyarrow", "msgspec"} & _modules_after(["--help"])
+    assert not {"pyarrow"} & _modules_after(["--help"])
     jsonl = str(SAMPLES / "product-prices.jsonl")
     assert "pyarrow" not in _modules_after(["to-changelog", jsonl])
     assert "pyarrow" in _modules_after(["from-changelog", str(SAMPLES / "orders-ops.csv")])

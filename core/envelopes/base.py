@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -48,6 +48,19 @@ class EnvelopeOptions:
 def metadata_column(key: str) -> str:
     """The default column name of a metadata key: ``ingestion-timestamp`` → ``ingestion_timestamp``."""
     return re.sub(r"[^0-9A-Za-z_]", "_", key)
+
+
+def parse_metadata_specs(specs: Sequence[str], known: Collection[str], label: str) -> list[tuple[str, str]]:
+    """``['table=src', 'ingestion-timestamp']`` → ``[(key, column), …]``, each key one of
+    ``known`` (the envelope's Flink metadata keys)."""
+    out = []
+    for spec in specs:
+        key, _, column = spec.partition("=")
+        key = key.strip()
+        if key not in known:
+            raise UsageError(f"--metadata: {label} has no metadata {key!r}; choose from {', '.join(known)}")
+        out.append((key, column.strip() or metadata_column(key)))
+    return out
 
 
 def utc_millis(value: Any) -> Any:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from cdc.core.envelopes.base import EnvelopeDecoder, EnvelopeOptions, metadata_column
+from cdc.core.envelopes.base import EnvelopeDecoder, EnvelopeOptions, parse_metadata_specs
 from cdc.core.envelopes.canal import CanalDecoder
 from cdc.core.envelopes.detect import LABELS
 from cdc.core.envelopes.maxwell import MaxwellDecoder
@@ -35,12 +35,4 @@ def decoder_for(
 def parse_metadata(envelope: str, specs: list[str]) -> list[tuple[str, str]]:
     """``['table=src', 'ingestion-timestamp']`` → ``[(key, column), …]``, checked against the
     envelope's Flink metadata keys."""
-    known = DECODERS[envelope].METADATA
-    out = []
-    for spec in specs:
-        key, _, column = spec.partition("=")
-        key = key.strip()
-        if key not in known:
-            raise UsageError(f"--metadata: {LABELS[envelope]} has no metadata {key!r}; choose from {', '.join(known)}")
-        out.append((key, column.strip() or metadata_column(key)))
-    return out
+    return parse_metadata_specs(specs, DECODERS[envelope].METADATA, LABELS[envelope])

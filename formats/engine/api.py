@@ -8,32 +8,25 @@ written there (atomically) in its format, by the same engine the ``cdc`` command
 
     table = cdc.materialize("changes.jsonl", key="id")
     assert table.rows == [{"id": 1, "name": "alice"}]
-    assert not table.findings          # no change contradicted the table
+    assert not table.findings.total    # no change contradicted the table
 
     cdc.decode("dump.jsonl", output="changes.parquet")
 
-Bad input raises ``cdc.CdcError`` (``InputError``, with ``where``: file and line) unless
-``on_error="skip"``, which counts and sets the record aside (``result.skipped``).
+Every function also takes the I/O keywords of ``IO``: ``output``, ``input_format``,
+``output_format``, ``columns``, ``on_error`` and ``rejects``, as the command's flags. Bad input
+raises ``cdc.InputError`` (with ``where``: file and line) unless ``on_error="skip"``, which counts
+and sets the record aside (``result.skipped``).
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from cdc.core.convert import from_changelog_spec, to_changelog_spec
 from cdc.core.model import OnError, Row
-from cdc.core.specs import (
-    CHANGELOG,
-    PLAIN,
-    CopySpec,
-    DecodeSpec,
-    EncodeSpec,
-    InspectSpec,
-    MaterializeSpec,
-    ReplaySpec,
-)
+from cdc.core.specs import PLAIN, CopySpec, DecodeSpec, EncodeSpec, InspectSpec, MaterializeSpec, ReplaySpec
 from cdc.core.state import Policy
 from cdc.formats.engine.job import Job, Result
 from cdc.formats.engine.run import run_job
@@ -43,6 +36,17 @@ Source = str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | Iterable[Ro
 Columns = str | Sequence[str]
 
 
+class IO(TypedDict, total=False):
+    """Where rows come from and go to, and what a bad record does (the commands' I/O flags)."""
+
+    output: str | os.PathLike[str] | None  # None: the rows come back in result.rows
+    input_format: str | None
+    output_format: str | None
+    columns: Columns | None
+    on_error: str  # fail | skip
+    rejects: str | os.PathLike[str] | None
+
+
 def _names(value: Columns | None) -> tuple[str, ...]:
     if value is None:
         return ()
@@ -50,26 +54,17 @@ def _names(value: Columns | None) -> tuple[str, ...]:
     return tuple(dict.fromkeys(p.strip() for p in parts if p.strip()))
 
 
-def _run(
-    spec: Any,
-    source: Source,
-    *,
-    output: str | os.PathLike[str] | None,
-    input_format: str | None,
-    output_format: str | None,
-    on_error: str,
-    rejects: str | os.PathLike[str] | None,
-    columns: Columns | None = None,
-    path: str | None = None,
-) -> Result:
+def _run(spec: Any, source: Source, io: IO) -> Result:
+    output = io.get("output")
+    rejects = io.get("rejects")
     sink = ListSink() if output is None else None
     job = Job(
         spec,
-        input_format=input_format,
+        input_format=io.get("input_format"),
         output=os.fspath(output) if output is not None else "-",
-        output_format=output_format,
-        columns=_names(columns),
-        on_error=OnError(on_error),
+        output_format=io.get("output_format"),
+        columns=_names(io.get("columns")),
+        on_error=OnError(io.get("on_error", "fail")),
         rejects=os.fspath(rejects) if rejects is not None else None,
         sink=sink,
     )
@@ -79,25 +74,17 @@ def _run(
         job = job.with_(inputs=tuple(os.fspath(s) for s in source))  # type: ignore[arg-type]
     else:
         job = job.with_(rows=source)
-    result = run_job(job, path=path)
+    result = run_job(job)
     if sink is not None:
         result.rows = sink.rows
     return result
 
 
-def read(source: Source, *, input_format: str | None = None, on_error: str = "fail") -> list[Row]:
+def read(source: Source, **io: Unpack[IO]) -> list[Row]:
     """The rows of files in any format cdc reads (JSONL, CSV/TSV, Parquet, compressed)."""
-    result = _run(
-        CopySpec(PLAIN),
-        source,
-        output=None,
-        input_format=input_format,
-        output_format=None,
-        on_error=on_error,
-        rejects=None,
-    )
-    assert result.rows is not None
-    return result.rows
+    rows = _run(CopySpec(PLAIN), source, io).rows
+    assert rows is not None
+    return rows
 
 
 def from_changelog(
@@ -109,25 +96,10 @@ def from_changelog(
     key: Columns | None = None,
     drop: Sequence[str] = (),
     kind_column: str = "op",
-    output: str | os.PathLike[str] | None = None,
-    input_format: str | None = None,
-    output_format: str | None = None,
-    columns: Columns | None = None,
-    on_error: str = "fail",
-    rejects: str | os.PathLike[str] | None = None,
+    **io: Unpack[IO],
 ) -> Result:
     """Append-only rows with an op-code column → changelog rows (Flink FROM_CHANGELOG)."""
-    spec = from_changelog_spec(op, op_mapping, preset, _names(key), drop, kind_column)
-    return _run(
-        spec,
-        source,
-        output=output,
-        input_format=input_format,
-        output_format=output_format,
-        on_error=on_error,
-        rejects=rejects,
-        columns=columns,
-    )
+    return _run(from_changelog_spec(op, op_mapping, preset, _names(key), drop, kind_column), source, io)
 
 
 def to_changelog(
@@ -138,25 +110,10 @@ def to_changelog(
     preset: str | None = None,
     drop: Sequence[str] = (),
     kind_column: str = "op",
-    output: str | os.PathLike[str] | None = None,
-    input_format: str | None = None,
-    output_format: str | None = None,
-    columns: Columns | None = None,
-    on_error: str = "fail",
-    rejects: str | os.PathLike[str] | None = None,
+    **io: Unpack[IO],
 ) -> Result:
     """Changelog rows → append-only rows with an op column (Flink TO_CHANGELOG)."""
-    spec = to_changelog_spec(op, op_mapping, preset, drop, kind_column)
-    return _run(
-        spec,
-        source,
-        output=output,
-        input_format=input_format,
-        output_format=output_format,
-        on_error=on_error,
-        rejects=rejects,
-        columns=columns,
-    )
+    return _run(to_changelog_spec(op, op_mapping, preset, drop, kind_column), source, io)
 
 
 def decode(
@@ -169,26 +126,13 @@ def decode(
     raw_values: bool = False,
     on_truncate: str = "fail",
     kind_column: str = "op",
-    output: str | os.PathLike[str] | None = None,
-    output_format: str | None = None,
-    columns: Columns | None = None,
-    on_error: str = "fail",
-    rejects: str | os.PathLike[str] | None = None,
+    **io: Unpack[IO],
 ) -> Result:
     """Change events (JSON lines: Debezium, Canal, Maxwell or OGG; ``auto`` tells them apart from
     the first record) → changelog rows, as Flink's ``*-json`` formats read them. ``metadata``:
     ``"NAME[=COLUMN]"`` requests of the envelope's metadata (e.g. ``"source.table=tbl"``)."""
     spec = DecodeSpec(envelope, kind_column, schema_include, raw_values, tuple(metadata), on_truncate, _names(key))
-    return _run(
-        spec,
-        source,
-        output=output,
-        input_format=None,
-        output_format=output_format,
-        on_error=on_error,
-        rejects=rejects,
-        columns=columns,
-    )
+    return _run(spec, source, io)
 
 
 def debezium_encode(
@@ -199,23 +143,12 @@ def debezium_encode(
     source_fields: dict[str, Any] | None = None,
     key: Columns | None = None,
     kind_column: str = "op",
-    output: str | os.PathLike[str] | None = None,
-    input_format: str | None = None,
-    on_error: str = "fail",
-    rejects: str | os.PathLike[str] | None = None,
+    **io: Unpack[IO],
 ) -> Result:
     """Changelog rows → Debezium change events (one ``u`` event per update pair)."""
     fields = tuple((source_fields or {}).items())
     spec = EncodeSpec(kind_column, split_updates, time_column, fields, _names(key))
-    return _run(
-        spec,
-        source,
-        output=output,
-        input_format=input_format,
-        output_format="jsonl" if output else None,
-        on_error=on_error,
-        rejects=rejects,
-    )
+    return _run(spec, source, {"output_format": "jsonl" if io.get("output") else None, **io})
 
 
 def materialize(
@@ -228,26 +161,12 @@ def materialize(
     time_column: str | None = None,
     sort: bool = False,
     kind_column: str = "op",
-    output: str | os.PathLike[str] | None = None,
-    input_format: str | None = None,
-    output_format: str | None = None,
-    columns: Columns | None = None,
-    on_error: str = "fail",
-    rejects: str | os.PathLike[str] | None = None,
+    **io: Unpack[IO],
 ) -> Result:
-    """Changelog rows → the table they describe; ``result.findings`` lists the changes that
+    """Changelog rows → the table they describe; ``result.findings`` counts the changes that
     contradicted it (under ``on_inconsistency="fail"`` the first one raises)."""
     spec = MaterializeSpec(kind_column, _names(key), Policy(on_inconsistency), dedup, as_of, time_column, sort)
-    return _run(
-        spec,
-        source,
-        output=output,
-        input_format=input_format,
-        output_format=output_format,
-        on_error=on_error,
-        rejects=rejects,
-        columns=columns,
-    )
+    return _run(spec, source, io)
 
 
 def replay(
@@ -264,27 +183,13 @@ def replay(
     until: Any = None,
     net: bool = False,
     kind_column: str = "op",
-    output: str | os.PathLike[str] | None = None,
-    input_format: str | None = None,
-    output_format: str | None = None,
-    columns: Columns | None = None,
-    on_error: str = "fail",
-    rejects: str | os.PathLike[str] | None = None,
+    **io: Unpack[IO],
 ) -> Result:
     """A changelog (or upsert/append rows) re-emitted through keyed state, as retract or upsert."""
     spec = ReplaySpec(
         _names(key), emit, keep_noop, order_by, time_column, since, until, net, input_mode, delete_when, kind_column
     )
-    return _run(
-        spec,
-        source,
-        output=output,
-        input_format=input_format,
-        output_format=output_format,
-        on_error=on_error,
-        rejects=rejects,
-        columns=columns,
-    )
+    return _run(spec, source, io)
 
 
 def inspect(
@@ -293,21 +198,17 @@ def inspect(
     key: Columns | None = None,
     time_column: str | None = None,
     kind_column: str = "op",
-    input_format: str | None = None,
-    on_error: str = "fail",
+    **io: Unpack[IO],
 ) -> dict[str, Any]:
     """What kind of changelog this is: kinds, mode, counts, keys, findings (``cdc inspect --json``)."""
-    spec = InspectSpec(kind_column, _names(key), time_column)
-    result = _run(
-        spec, source, output=None, input_format=input_format, output_format=None, on_error=on_error, rejects=None
-    )
+    result = _run(InspectSpec(kind_column, _names(key), time_column), source, io)
     sources = [os.fspath(source)] if isinstance(source, str | os.PathLike) else ["<rows>"]
     report: dict[str, Any] = result.detail.as_dict(sources)
     return report
 
 
 __all__ = [
-    "CHANGELOG",
+    "IO",
     "Result",
     "debezium_encode",
     "decode",
