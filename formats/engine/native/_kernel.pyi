@@ -78,6 +78,7 @@ def parse_records(
     spellings: tuple[tuple[bytes, int], ...],
     key_keys: tuple[bytes, ...],
     extra_keys: tuple[bytes, ...],
+    flags: int = 0,  # 1: no key; 2: no kind column (each line +I); 4: a missing key column is null
 ) -> tuple[bytes, int, int]: ...
 
 # handle(code, line, offset, kind, a, b) -> int: what the texts cannot tell (codes H_* of
@@ -123,3 +124,47 @@ def encode(
     split: bool,
     pending: bytes | None,
 ) -> tuple[bytes, int, int, tuple[int, int, int, int], tuple[int, int, int], bytes | None]: ...
+
+# Canal, Maxwell and OGG events as their core decoders (without state, metadata or filters) read
+# them, until a line they decline: (output, position, lines, counts per kind, 0, ...).
+def maxwell(
+    chunk: bytes, start: int, kind_key: bytes, firsts: tuple[bytes, bytes, bytes, bytes], bootstrap_insert: bool
+) -> tuple[bytes, int, int, tuple[int, int, int, int], int]: ...
+
+# shapes: each table's last insert's column names (the table as JSON text); complete: all of
+# them. Returns also the (table, after image) of the inserts it read, for the decoder.
+def ogg(
+    chunk: bytes,
+    start: int,
+    kind_key: bytes,
+    firsts: tuple[bytes, bytes, bytes, bytes],
+    shapes: tuple[tuple[bytes, tuple[bytes, ...]], ...],
+    complete: bool,
+) -> tuple[bytes, int, int, tuple[int, int, int, int], int, list[tuple[bytes, bytes]]]: ...
+
+# Returns also the sqlType texts of the lines it took (each once, first seen first, then the last).
+def canal(
+    chunk: bytes, start: int, kind_key: bytes, firsts: tuple[bytes, bytes, bytes, bytes], raw_values: bool
+) -> tuple[bytes, int, int, tuple[int, int, int, int], int, list[bytes]]: ...
+
+class Aggregate:
+    """GroupAggregate over parse_records' records (extras: the group-by columns, then the
+    arguments): flags 1 retracting, 2 tracking, 4 emit retract; funcs 0 COUNT(*), 1 COUNT, 2 SUM,
+    3 AVG, 4 MIN, 5 MAX; args: each one's extra (-1 for COUNT(*)); track_arg: the tracked extra.
+    Only where the compiler has 128-bit integers."""
+
+    def __init__(
+        self,
+        flags: int,
+        n_group: int,
+        group_names: tuple[bytes, ...],
+        funcs: tuple[int, ...],
+        args: tuple[int, ...],
+        names: tuple[bytes, ...],
+        track_arg: int,
+        firsts: tuple[bytes, bytes, bytes, bytes],
+    ) -> None: ...
+    # (output, stop): stop is the byte offset of the record it stopped at, or -1.
+    def apply(self, records: bytes, start: int, handle: object) -> tuple[bytes, int]: ...
+    def items(self) -> list[tuple[bytes, int, tuple[object, ...], tuple[object, ...], object]]: ...
+    def counters(self) -> tuple[int, int, int, int, int, int, int, int]: ...
