@@ -754,3 +754,26 @@ def test_aggregate_agrees_on_every_path(
         expect = _state_paths() if not (len({a.split("(")[1] for a in aggs if "*" not in a}) > 1 and policy != "ignore"
                                        and mode != "append") else 1  # fmt: skip
         _all_paths_agree(job, out, rejects if skip else None, expect, raw=True)
+
+
+@SETTINGS
+@given(data=changelogs(), cut=st.integers(0, 40), command=st.sampled_from(["multiset", "inspect", "replay", "encode"]))
+def test_the_state_paths_read_several_inputs_as_one_stream(data: bytes, cut: int, command: str) -> None:
+    from cdc.core.specs import EncodeSpec, InspectSpec, MaterializeSpec, ReplaySpec
+
+    spec: Any = {
+        "multiset": MaterializeSpec(),
+        "inspect": InspectSpec(key=("id",), time_column="t"),
+        "replay": ReplaySpec(("id",), emit="upsert", order_by="t"),
+        "encode": EncodeSpec(time_column="t"),
+    }[command]
+    lines_ = data.split(b"\n")
+    cut %= len(lines_)
+    with tempfile.TemporaryDirectory() as tmp:
+        first, second, out = Path(tmp, "a.jsonl"), Path(tmp, "b.jsonl.gz"), Path(tmp, "out.jsonl")
+        first.write_bytes(b"\n".join(lines_[:cut]) + b"\n")
+        import gzip
+
+        second.write_bytes(gzip.compress(b"\n".join(lines_[cut:])))
+        job = Job(spec, (str(first), str(second)), output=str(out))
+        _all_paths_agree(job, out, None, 1)

@@ -4575,7 +4575,7 @@ static PyObject *encode(PyObject *self, PyObject *args) {
             int got = encode_key(&key, cs, ms);
             if (got < 0) goto nomemory;
             if (got == 0 || pend.set == 2) break; /* key values the texts cannot compare */
-            merge = key.len == pend.key.len && !memcmp(key.buf, pend.key.buf, (size_t)key.len);
+            merge = key.len == pend.key.len && (!key.len || !memcmp(key.buf, pend.key.buf, (size_t)key.len));
         }
         if ((line_needs_ts || merge) && ts_state != 1) break;
         if (pend.set && !merge && time_key.len && pend.ts_state != 1) break; /* the pending d's time */
