@@ -3439,9 +3439,10 @@ static PyObject *state_apply(State *st, PyObject *args) {
             int32_t ahead = t->index[(Py_ssize_t)(at[i + 6].hash & (uint64_t)t->mask)];
             if (ahead >= 0) PREFETCH(&t->entries[ahead]);
         }
-        if (i + 2 < n_at) {
+        if (i + 2 < n_at) { /* its row, and its key where it is not kept in the entry */
             int32_t ahead = t->index[(Py_ssize_t)(at[i + 2].hash & (uint64_t)t->mask)];
             if (ahead >= 0 && t->entries[ahead].row) PREFETCH(t->entries[ahead].row);
+            if (ahead >= 0 && t->entries[ahead].key_len > INLINE_KEY) PREFETCH(t->entries[ahead].key.heap);
         }
         if (!read_rec(at[i].p, end, st->n_extras, &r)) { /* checked: never */
             PyErr_SetString(PyExc_SystemError, "State.apply: a record changed");

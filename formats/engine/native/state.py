@@ -119,6 +119,9 @@ def run(job: Job, current: Session) -> Result:
         engine = InspectEngine(spec)
     else:
         engine = ReplayEngine(spec, current.open_output().stream)
+    from cdc.formats.engine.workers import keep_heap_memory
+
+    keep_heap_memory()  # chunks and their records are megabytes each: kept on the heap, not mapped anew
     lines = StateLines(engine)
     current.where = lines.location
     for path in job.inputs:
@@ -714,6 +717,9 @@ def _run_encode(job: Job, current: Session) -> Result:
     from cdc.formats.debezium import DebeziumEncoder
     from cdc.formats.jsonl import JsonlWriter
 
+    from cdc.formats.engine.workers import keep_heap_memory
+
+    keep_heap_memory()
     spec: EncodeSpec = job.spec
     result = Result(path="state-kernel")
     counts = result.counts
