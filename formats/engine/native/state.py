@@ -715,9 +715,8 @@ def _run_encode(job: Job, current: Session) -> Result:
     """Events of the lines the kernel is sure of as it writes them; the rest (and the end) by
     the general encoder, which holds the pending -U while it decides."""
     from cdc.formats.debezium import DebeziumEncoder
-    from cdc.formats.jsonl import JsonlWriter
-
     from cdc.formats.engine.workers import keep_heap_memory
+    from cdc.formats.jsonl import JsonlWriter
 
     keep_heap_memory()
     spec: EncodeSpec = job.spec
