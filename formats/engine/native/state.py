@@ -192,20 +192,32 @@ def _spellings() -> tuple[tuple[bytes, int], ...]:
     return tuple((orjson.dumps(text), KINDS.index(kind.value)) for text, kind in KIND_BY_TEXT.items())
 
 
-def _parse(started: threading.Event, chunk: bytes, args: tuple[Any, ...]) -> tuple[bytes, int, int]:
+def _parse(started: threading.Event, chunk: bytes | memoryview, args: tuple[Any, ...]) -> tuple[bytes, int, int]:
     started.set()
     return _kernel.parse_records(chunk, 0, *args)  # type: ignore[no-any-return]
 
 
+SPLIT = 1 << 16  # a chunk at least this long is parsed in two halves, one on each core
+
+
+def _split(chunk: bytes) -> int:
+    """A line end near the middle of a long chunk (else its end)."""
+    if len(chunk) < SPLIT:
+        return len(chunk)
+    cut = chunk.find(b"\n", len(chunk) // 2)
+    return len(chunk) if cut < 0 else cut + 1
+
+
 class StateLines:
-    """Feeds chunks of changelog lines to an engine: each parsed on a thread (the kernel lets go
-    of the GIL) while the one before is applied — the two halves of the work on the two cores."""
+    """Feeds chunks of changelog lines to an engine: the first half of each parsed on a thread
+    (the kernel lets go of the GIL) while the chunk before is applied, then its second half parsed
+    here — so that parsing, the larger part of the work, is shared by the two cores."""
 
     def __init__(self, engine: Engine):
         self.engine = engine
         self.records = 0
         self._pool: ThreadPoolExecutor | None = None
-        self._pending: tuple[Future[Any], Chunk] | None = None
+        self._pending: tuple[Future[Any], Chunk, int, tuple[bytes, int, int] | None] | None = None
         self._last = Location("-")
 
     def location(self) -> Location:
@@ -220,28 +232,42 @@ class StateLines:
             self._drain()
             if self.engine.kernel is not None:
                 self.engine.hand_over()
+        split = len(chunk)
         if self.engine.kernel is not None:
             if self._pool is None:
                 from concurrent.futures import ThreadPoolExecutor
 
                 self._pool = ThreadPoolExecutor(1, thread_name_prefix="cdc-parse")
+            split = _split(chunk)
             started = threading.Event()
-            job = self._pool.submit(_parse, started, chunk, self.engine.parse_args)
+            job = self._pool.submit(_parse, started, memoryview(chunk)[:split], self.engine.parse_args)
             started.wait()  # the applying below holds the GIL: let the parser get going first
         self._drain()
         if job is None or self.engine.kernel is None:  # handed over by the chunk before: the general way
             self._general(at, 0, first_line)
-        else:
-            self._pending = (job, at)
+            return
+        second = None
+        if split < len(chunk):  # the second half, here, while the thread parses the first
+            second = _kernel.parse_records(chunk, split, *self.engine.parse_args)
+        self._pending = (job, at, split, second)
 
     def _drain(self) -> None:
         if self._pending is None:
             return
-        job, at = self._pending
+        job, at, split, second = self._pending
         self._pending = None
         packed, position, lines = job.result()
-        if self._applied(packed, lines, at) and position < len(at.chunk):
+        if not self._applied(packed, lines, at):
+            return
+        if position < split:  # a line the first half declined: from there on one line after another
             self._declined(at, position, at.first_line + lines)
+            return
+        if second is None:
+            return
+        packed, position, more = second
+        at = Chunk(at.chunk, at.source, at.first_line + lines, at.reject)
+        if self._applied(packed, more, at) and position < len(at.chunk):
+            self._declined(at, position, at.first_line + more)
 
     def _applied(self, packed: bytes, lines: int, at: Chunk) -> bool:
         """The records of ``lines`` lines from ``at``; False when the kernel stopped at one (then
