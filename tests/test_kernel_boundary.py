@@ -583,3 +583,278 @@ def test_a_short_seeded_fuzz_of_every_entry_point_finds_nothing() -> None:
     assert report.findings == [], report.findings[:5]
     assert set(report.executions) == set(fuzz.ENTRIES), report.executions
     assert sum(report.accepted_lines.values()) > 1000, report.accepted_lines
+
+
+# ---------------------------------------------------------------- the state engine, the envelopes
+
+FIRSTS4 = tuple(b'"op":' + json.dumps(k).encode() for k in KINDS)
+
+
+def state_record(kind: int, line: int, offset: int, key: bytes, row: bytes, *extras: bytes | None) -> bytes:
+    """One record of parse_records' buffer: [kind u8][line u32][offset u32][key length u32][key]
+    [row length u32][row] then per extra [length u32][value] (0xFFFFFFFF: missing)."""
+    out = struct.pack("=BIII", kind, line, offset, len(key)) + key + struct.pack("=I", len(row)) + row
+    for extra in extras:
+        out += struct.pack("=I", 0xFFFFFFFF) if extra is None else struct.pack("=I", len(extra)) + extra
+    return out
+
+
+def _parse(chunk: bytes, keys: tuple[bytes, ...] = KEYS, extras: tuple[bytes, ...] = (), flags: int = 0) -> bytes:
+    return _kernel.parse_records(chunk, 0, b'"op"', SPELLINGS, keys, extras, flags)[0]  # type: ignore[no-any-return]
+
+
+def _answer(*args: Any) -> int:
+    return 1
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        (b"{}", 0, b'"op"', SPELLINGS, KEYS, (b'"t"',) * 17),  # more than 16 extra columns
+        (b"{}", 0, b'"op"', SPELLINGS, KEYS, (), 8),  # an unknown flag
+        (b"{}", 0, b'"op"', SPELLINGS, KEYS, ("t",)),  # an extra column that is not bytes
+        (b"{}", 0, b'"op"', ((b'"+I"', 9),), KEYS, ()),  # a kind index past 3
+        (b"{}", 0, b'"op"', SPELLINGS, KEYS * 17, ()),  # more than 16 key columns
+    ],
+)
+def test_parse_records_checks_its_spec(args: tuple[Any, ...]) -> None:
+    with pytest.raises((TypeError, ValueError)):
+        _kernel.parse_records(*args)
+
+
+def test_parse_records_takes_only_an_immutable_chunk_and_a_start_within_it() -> None:
+    chunk = changelog(("+I", 1, {}))
+    with pytest.raises(TypeError, match="read-only"):
+        _kernel.parse_records(bytearray(chunk), 0, b'"op"', SPELLINGS, KEYS, ())
+    for start in (-1, len(chunk) + 1, 2**62):
+        with pytest.raises(ValueError, match="start"):
+            _kernel.parse_records(chunk, start, b'"op"', SPELLINGS, KEYS, ())
+
+
+def test_parse_records_keys_are_equal_where_python_finds_the_values_equal() -> None:
+    lines = [b'{"op":"+I","id":1}', b'{"op":"+I","id":1.0}', b'{"op":"+I","id":true}', b'{"op":"+I","id":10e-1}',
+             b'{"op":"+I","id":"\\u00e9"}', '{"op":"+I","id":"é"}'.encode(), b'{"op":"+I","id":2}',
+             b'{"op":"+I","id":0.30000000000000004}']  # fmt: skip
+    packed, position, done = _kernel.parse_records(b"\n".join(lines) + b"\n", 0, b'"op"', SPELLINGS, KEYS, ())
+    assert done == 7 and position < len(b"\n".join(lines))  # the float of 17 digits is declined
+    keys = []
+    at = 0
+    while at < len(packed):
+        key_len = struct.unpack_from("=I", packed, at + 9)[0]
+        keys.append(packed[at + 13 : at + 13 + key_len])
+        row_len = struct.unpack_from("=I", packed, at + 13 + key_len)[0]
+        at += 17 + key_len + row_len
+    assert keys[0] == keys[1] == keys[2] == keys[3] and keys[4] == keys[5] and len(set(keys)) == 3
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        (3, 0, 0, FIRSTS4),  # an unknown command
+        (0, 4096, 0, FIRSTS4),  # an unknown flag
+        (0, 0, 17, FIRSTS4),  # more than 16 extras
+        (0, 0, 0, FIRSTS4[:3]),  # three first members
+        (0, 0, 0, ("a", "b", "c", "d")),  # first members not bytes
+        (2, 8, 0, FIRSTS4),  # --order-by without its extra column
+    ],
+)
+def test_state_checks_its_arguments(args: tuple[Any, ...]) -> None:
+    with pytest.raises((TypeError, ValueError)):
+        _kernel.State(*args)
+
+
+@pytest.mark.parametrize(
+    "packed",
+    [
+        b"\x00",  # shorter than a record header
+        state_record(0, 1, 1, b"1", b"{}")[:-1],  # the row cut short
+        state_record(4, 1, 1, b"1", b"{}"),  # a kind past 3
+        struct.pack("=BIII", 0, 1, 1, 0xFFFFFFFF) + b"1" * 8,  # a key length past the buffer
+        struct.pack("=BIII", 0, 1, 1, (1 << 20) + 1) + b"k" * ((1 << 20) + 1) + struct.pack("=I", 2) + b"{}",
+        state_record(0, 5, 5, b"1", b"{}") + state_record(0, 5, 6, b"2", b"{}"),  # lines that do not increase
+        state_record(0, 5, 9, b"1", b"{}") + state_record(0, 6, 3, b"2", b"{}"),  # offsets that do not
+        state_record(0, 1, 1, b"1", b"{}") + b"\x00" * 3,  # trailing bytes
+    ],
+)
+def test_a_state_refuses_a_malformed_buffer_and_stays_as_it_was(packed: bytes) -> None:
+    for command, keys in ((0, ()), (1, KEYS), (2, KEYS)):
+        state = _kernel.State(command, 0, 0, FIRSTS4)
+        state.apply(_parse(changelog(("+I", 0, {"a": 0})), keys), 0, _answer)
+        before = state.counters(), state.items()
+        with pytest.raises(ValueError, match="records"):
+            state.apply(state_record(0, 0, 0, b"x", b'{"a":1}') + packed, 0, _answer)
+        assert (state.counters(), state.items()) == before
+
+
+def test_a_state_takes_records_only_read_only_and_from_a_record_start() -> None:
+    state = _kernel.State(1, 0, 0, FIRSTS4)
+    packed = _parse(changelog(("+I", 1, {}), ("+I", 2, {})))
+    with pytest.raises(TypeError, match="read-only"):
+        state.apply(bytearray(packed), 0, _answer)
+    with pytest.raises(ValueError, match="no record starts"):
+        state.apply(packed, 1, _answer)
+    for start in (-1, len(packed) + 1):
+        with pytest.raises(ValueError, match="start"):
+            state.apply(packed, start, _answer)
+    with pytest.raises(TypeError, match="callable"):
+        state.apply(packed, 0, None)
+    first = len(state_record(0, 0, 0, b"1", b'{"id":1}'))
+    state.apply(packed, first, _answer)  # the second record alone
+    assert [row for _, row, _, _ in state.items()] == [b'{"id":2}']
+
+
+def test_a_state_handle_that_fails_or_calls_back_leaves_it_whole() -> None:
+    state = _kernel.State(1, 0, 0, FIRSTS4)
+    packed = _parse(changelog(("+I", 1, {"v": 1}), ("+I", 1, {"v": 2}), ("-D", 9, {}), ("+I", 3, {})))
+    calls: list[str] = []
+
+    def reenter(*args: Any) -> int:
+        for method in (state.texts, state.items, lambda: state.apply(packed, 0, reenter), lambda: state.net(reenter)):
+            try:
+                method()
+            except RuntimeError:
+                calls.append("refused")
+            except ValueError:
+                calls.append("refused")
+        raise KeyError("the handle fails")
+
+    with pytest.raises(KeyError):
+        state.apply(packed, 0, reenter)  # +I of a stored key asks: the handle calls back, then fails
+    assert calls == ["refused"] * 4
+    assert [row for _, row, _, _ in state.items()] == [b'{"id":1,"v":1}']  # the records before it
+    with pytest.raises(TypeError, match="int"):
+        state.apply(packed, 0, lambda *args: "yes")
+    with pytest.raises(ValueError, match="int"):
+        state.apply(packed, 0, lambda *args: -2)
+    state.apply(_parse(changelog(("+I", 4, {}))), 0, _answer)  # usable after each
+    assert len(state.texts()) >= 2
+
+
+def test_encode_checks_its_arguments() -> None:
+    chunk = changelog(("+I", 1, {}))
+    args: list[Any] = [chunk, 0, b'"op"', SPELLINGS, (), b"", b"", b"123", False, None]
+    assert _kernel.encode(*args)[2] == 1
+    for at, wrong in ((7, b"12.5"), (7, b""), (9, "x"), (9, 1), (1, len(chunk) + 1), (4, KEYS * 17)):
+        bad = list(args)
+        bad[at] = wrong
+        with pytest.raises((TypeError, ValueError)):
+            _kernel.encode(*bad)
+    # a pending row that is not a plain object is written as it is, never read past its end
+    out = _kernel.encode(changelog(("-D", 1, {})), 0, b'"op"', SPELLINGS, (), b"", b"", b"1", False, b'{"a":1,"a":2')
+    assert out[0].startswith(b'{"before":{"a":1,"a":2,"after":null')
+
+
+@pytest.mark.parametrize("entry", ["maxwell", "canal"])
+def test_envelope_kernels_check_their_first_members(entry: str) -> None:
+    for firsts in (FIRSTS4[:3], ("a", "b", "c", "d"), (b"a", b"b", b"c", 1)):
+        with pytest.raises((TypeError, ValueError)):
+            getattr(_kernel, entry)(b"{}\n", 0, b'"op"', firsts, False)
+
+
+@pytest.mark.parametrize(
+    "shapes",
+    [
+        tuple((b'"t%d"' % i, ()) for i in range(17)),  # more than 16 tables
+        ((b'"t"', ("id",)),),  # a name that is not bytes
+        ((b'"t"',),),  # not a pair
+        (("t", ()),),  # a table that is not bytes
+        ((b'"t"', (b'"n"',) * 513),),  # more names than a row holds
+    ],
+)
+def test_ogg_checks_the_shapes_it_is_given(shapes: Any) -> None:
+    with pytest.raises((TypeError, ValueError)):
+        _kernel.ogg(b'{"op_type":"I","after":{"id":1}}\n', 0, b'"op"', FIRSTS4, shapes, True)
+
+
+def test_ogg_reports_the_shapes_it_learns() -> None:
+    chunk = b'{"table":"S.T","op_type":"I","after":{"id":1,"v":2}}\n{"table":"S.T","op_type":"D","before":{"id":1}}\n'
+    out, position, lines, kinds, _, learnt = _kernel.ogg(chunk, 0, b'"op"', FIRSTS4, (), True)
+    assert lines == 1 and learnt == [(b'"S.T"', b'{"id":1,"v":2}')]  # the delete lacks v: declined
+    out, position, lines, kinds, _, learnt = _kernel.ogg(chunk, position, b'"op"', FIRSTS4, ((b'"S.T"', ()),), True)
+    assert lines == 1 and kinds == (0, 0, 0, 1)
+
+
+AGG = (7, 1, (b'"id"',), (0, 2), (-1, 1), (b'"n"', b'"s"'), 1, FIRSTS4)
+
+
+@pytest.mark.skipif(_kernel is not None and not hasattr(_kernel, "Aggregate"), reason="no 128-bit integers")
+@pytest.mark.parametrize(
+    "at, wrong",
+    [(0, 8), (1, 17), (2, ("id",)), (3, (0, 9)), (4, (-1, 0)), (4, (-1, 16)), (3, (0,)), (5, (b'"n"',)),
+     (6, 0), (6, 1 << 20), (7, FIRSTS4[:3]), (3, (1,) * 65)],
+)  # fmt: skip
+def test_aggregate_checks_its_arguments(at: int, wrong: Any) -> None:
+    args = list(AGG)
+    args[at] = wrong
+    if at == 3 and len(wrong) == 65:
+        args[4], args[5] = (1,) * 65, (b'"a"',) * 65
+    with pytest.raises((TypeError, ValueError)):
+        _kernel.Aggregate(*args)
+
+
+@pytest.mark.skipif(_kernel is not None and not hasattr(_kernel, "Aggregate"), reason="no 128-bit integers")
+def test_an_aggregate_refuses_malformed_records_and_stops_where_python_must_take_over() -> None:
+    agg = _kernel.Aggregate(*AGG)
+    parse = (b'"op"', SPELLINGS, KEYS, (b'"id"', b'"v"'), 4)
+    good = _kernel.parse_records(changelog(("+I", 1, {"v": 5}), ("+I", 1, {"v": 7})), 0, *parse)[0]
+    out, stop = agg.apply(good, 0, _answer)
+    assert stop == -1 and out.count(b"\n") == 3  # +I, then -U/+U
+    before = agg.counters(), agg.items()
+    for forged in (state_record(4, 0, 0, b"1", b"{}", b"1", b"5"), state_record(0, 0, 0, b"1", b"{}", b"1")):
+        with pytest.raises(ValueError, match="records"):
+            agg.apply(forged, 0, _answer)
+    assert (agg.counters(), agg.items()) == before
+    floats = _kernel.parse_records(changelog(("+I", 1, {"v": 1.5}), ("+I", 2, {"v": 1})), 0, *parse)[0]
+    out, stop = agg.apply(floats, 0, _answer)  # a float: Python takes the state over from that record
+    assert out == b"" and stop == 0 and (agg.counters(), agg.items()) == before
+    most = 10**18 - 1  # the largest integer of 18 digits (the kernel's plain ones)
+    big = _kernel.parse_records(changelog(*[("+I", 1, {"v": most})] * 10), 0, *parse)[0]
+    out, stop = agg.apply(big, 0, _answer)  # sums past 64 bits are kept exactly
+    assert stop == -1 and b'"s":' + str(12 + 10 * most).encode() in out
+    (values, count, slots, old, tracker) = agg.items()[0]
+    assert values == b"[1]" and count == 12 and slots[1] == (12 + 10 * most, 12) and tracker[1] == 0
+
+
+@pytest.mark.skipif(not _has_testcapi(), reason="_testcapi (CPython's test module) is not installed")
+def test_the_state_engine_survives_every_failing_allocation() -> None:
+    result = isolated(
+        """
+        import _testcapi
+        spellings = ((b'"+I"', 0), (b'"-U"', 1), (b'"+U"', 2), (b'"-D"', 3))
+        firsts = (b'"op":"+I"', b'"op":"-U"', b'"op":"+U"', b'"op":"-D"')
+        log = b"".join(b'{"op":"+I","id":%d,"v":%d,"t":%d}\\n{"op":"-U","id":%d,"v":%d,"t":%d}\\n'
+                       b'{"op":"+U","id":%d,"v":1,"t":9}\\n' % (i, i, i, i, i, i, i) for i in range(300))
+        keyed = _kernel.parse_records(log, 0, b'"op"', spellings, (b'"id"',), (b'"t"',))[0]
+        plain = _kernel.parse_records(log, 0, b'"op"', spellings, (), ())[0]
+        agg = _kernel.parse_records(log, 0, b'"op"', spellings, (b'"id"',), (b'"id"', b'"v"'), 4)[0]
+        calls = [
+            lambda: _kernel.parse_records(log, 0, b'"op"', spellings, (b'"id"',), (b'"t"',)),
+            lambda: _kernel.State(0, 1, 0, firsts).apply(plain, 0, lambda *a: 1),
+            lambda: _kernel.State(1, 6, 1, firsts).apply(keyed, 0, lambda *a: 1),
+            lambda: _kernel.State(2, 256 | 8, 1, firsts).apply(keyed, 0, lambda *a: 1),
+            lambda: _kernel.encode(log, 0, b'"op"', spellings, (), b'"t"', b"", b"1", False, None),
+            lambda: _kernel.maxwell(b'{"type":"insert","data":{"id":1}}\\n' * 300, 0, b'"op"', firsts, True),
+            lambda: _kernel.ogg(b'{"op_type":"I","after":{"id":1}}\\n' * 300, 0, b'"op"', firsts, (), True),
+            lambda: _kernel.canal(b'{"type":"INSERT","data":[{"id":"1"}],"sqlType":{"id":4}}\\n' * 300,
+                                  0, b'"op"', firsts, False),
+        ]
+        if hasattr(_kernel, "Aggregate"):
+            calls.append(lambda: _kernel.Aggregate(7, 1, (b'"id"',), (0, 2, 4), (-1, 1, 1),
+                                                   (b'"n"', b'"s"', b'"m"'), 1, firsts).apply(agg, 0, lambda *a: 1))
+        failed = 0
+        for call in calls:
+            for n in range(60):
+                _testcapi.set_nomemory(n, n + 1)
+                try:
+                    out = call()
+                except MemoryError:
+                    failed += 1
+                    continue
+                finally:
+                    _testcapi.remove_mem_hooks()
+                repr(out)
+        print("ok", failed)
+        """
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.startswith("ok"), result.stdout

@@ -82,10 +82,9 @@ def _row_path(data: bytes, policy: Policy, skip: bool) -> tuple[Any, ...]:
         for row in reader:
             try:
                 kind, image = split_change(row, "op")
-            except InputError as err:
+                state.apply(kind, image, reader.location)
+            except InputError as err:  # a bad kind or key, or a finding under fail: a bad record
                 reject(err, reader.raw())
-                continue
-            state.apply(kind, image, reader.location)
         error = None
     except CdcError as err:  # a bad record under fail, or a finding under fail
         error = str(err.located(reader.location()))

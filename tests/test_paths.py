@@ -10,8 +10,11 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 from helpers import invoke, read_parquet, write_csv, write_parquet
@@ -41,7 +44,7 @@ def _paths_for(job: Job) -> list[str]:
     return [name for name, make in PATHS.items() if make().accepts(resolved)]
 
 
-def _outcome(job: Job, path: str, out: Path, rejects: Path | None) -> tuple[Any, ...]:
+def _outcome(job: Job, path: str, out: Path, rejects: Path | None, raw: bool = False) -> tuple[Any, ...]:
     if out.exists():
         out.unlink()
     try:
@@ -60,18 +63,50 @@ def _outcome(job: Job, path: str, out: Path, rejects: Path | None) -> tuple[Any,
         rows = [list(_literal_json(line).items()) for line in out.read_text(encoding="utf-8").split("\n") if line]
     skipped = []
     if rejects is not None and rejects.exists():
-        skipped = [(r["line"], r["error"]) for r in map(json.loads, rejects.read_text().split("\n")[:-1])]
+        records = map(json.loads, rejects.read_text().split("\n")[:-1])
+        skipped = [(r["line"], r["error"], r["raw"] if raw else None) for r in records]
     counts = result.counts
-    return rows, dict(counts.by_kind), counts.dropped, dict(counts.notes), result.read, result.skipped, skipped
+    detail = _detail(result)
+    return rows, dict(counts.by_kind), counts.dropped, dict(counts.notes), result.read, result.skipped, skipped, detail
 
 
-def _all_paths_agree(job: Job, out: Path, rejects: Path | None, expect_paths: int) -> None:
+def _detail(result: Any) -> Any:
+    """What a stateful command reports besides its rows, as the CLI shows it: materialize's
+    --stats line and findings, inspect's report (numbers by spelling), replay's counts."""
+    import dataclasses
+
+    import orjson
+
+    from cdc.cli.report import state_stats
+    from cdc.core.aggregate import GroupAggregate
+    from cdc.core.profile import Profile
+    from cdc.core.replay import ReplayCounts
+    from cdc.core.state import TableState
+    from cdc.formats.jsonl import encode_default
+
+    detail = result.detail
+    if isinstance(detail, Profile):
+        return orjson.dumps(detail.as_dict(["input"]), default=encode_default)
+    if isinstance(detail, TableState):
+        findings = detail.findings
+        stats = state_stats(detail, result.read, result.counts.written)
+        return stats, findings.total, dict(findings.counts), [str(f) for f in findings.examples]
+    if isinstance(detail, ReplayCounts):
+        return dataclasses.asdict(detail)
+    if isinstance(detail, GroupAggregate) or hasattr(detail, "counts"):  # aggregate: the CLI's summary
+        findings = detail.findings
+        return detail.counts.summary(), findings.total, dict(findings.counts), [str(f) for f in findings.examples]
+    return None
+
+
+def _all_paths_agree(job: Job, out: Path, rejects: Path | None, expect_paths: int, raw: bool = False) -> None:
+    """``raw``: the rejected records' text too (the JSON-lines paths keep the line as it was)."""
     names = _paths_for(job)
     assert "rows" in names and len(names) >= expect_paths, names
-    reference = _outcome(job, "rows", out, rejects)
+    reference = _outcome(job, "rows", out, rejects, raw)
     for name in names:
         if name != "rows":
-            assert _outcome(job, name, out, rejects) == reference, name
+            assert _outcome(job, name, out, rejects, raw) == reference, name
 
 
 def _lines_paths() -> int:
@@ -318,6 +353,435 @@ def test_a_repeated_member_name_keeps_the_last_value_at_any_depth(tmp_path: Path
     log.write_text('{"op":"+I","id":1,"v":{"x":1,"x":2},"w":[{"a":1,"a":3}]}\n')
     said = _on_every_path(["to-changelog", log])
     assert {out for _, out, _ in said} == {'{"op":"INSERT","id":1,"v":{"x":2},"w":[{"a":3}]}\n'}
+
+
+# -- the state engine (materialize without a key or --dedup, inspect, replay, debezium-encode) ----
+
+# Values spelled in every way a changelog may: equal under Python's == though written otherwise
+# (1, 1.0, 1.50, 15e-1, true; "x" and "\u0078"), nested ones (member order differs), floats past
+# 15 digits, big integers, -0; keys the kernel takes and keys it hands over (objects).
+KEY_TEXTS = ["0", "1", "2", "3", '"a"', '"b"', '"\\u0061"', '"é"', "1.0", "true", "null", "2.5", "-0"]
+ODD_KEYS = ['{"x":1}', "[1]", "1e0", "0.30000000000000004"]
+VALUE_TEXTS = ["1", "1.50", "1.5", "15e-1", "2", '"x"', '"\\u0078"', "true", "false", "null", '{"a":1,"b":2}',
+               '{"b":2,"a":1}', "[1,2]", "0.30000000000000004", "0.3000000000000000444", "12345678901234567890",
+               "-0", "-0.0", "0", '"caf\\u00e9"', '"café"', "1e300"]  # fmt: skip
+TIME_TEXTS = ["1", "2", "3", "10", "2.5", '"5"', '"2024-01-01"', '"2024-01-01T00:00:00"', "null", '"x"']
+
+
+@st.composite
+def changelogs(draw: st.DrawFn) -> bytes:
+    """Changelog lines: runs of changes a table could have made (what the kernel applies), with
+    contradicting changes, odd spellings, bad lines, blank lines, repeated and escaped names and
+    keys the kernel hands over mixed in."""
+    live: dict[str, str] = {}
+    out = []
+    two_keys = draw(st.booleans())
+    clean = draw(st.booleans())  # half the logs hold nothing that hands the kernel's state over
+    shapes = ["change"] * 14 + ["blank", "garbage", "badkind", "array"] + ([] if clean else ["odd", "nokey"])
+    values = [v for v in VALUE_TEXTS if not clean or v[0] not in "{[" and len(v) < 17 and v != "1e300"]
+    for _ in range(draw(st.integers(1, 40))):
+        shape = draw(st.sampled_from(shapes))
+        if shape in ("blank", "garbage", "badkind", "array"):
+            bad = {"blank": "", "garbage": '{"op":"+I",', "badkind": '{"op":"UPSERT","id":1}', "array": "[1]"}
+            out.append(bad[shape])
+            continue
+        key = draw(st.sampled_from(KEY_TEXTS + (ODD_KEYS if shape == "odd" else [])))
+        consistent = shape == "change" and draw(st.integers(0, 4)) > 0
+        members = {"id": key}
+        if two_keys:
+            members["w"] = draw(st.sampled_from(["1", '"w"']))
+        if draw(st.booleans()):
+            members["v"] = draw(st.sampled_from(values))
+        if draw(st.integers(0, 5)):
+            members["t"] = draw(st.sampled_from(TIME_TEXTS))
+        row = ",".join(f'"{k}":{v}' for k, v in members.items())
+        identity = key + "|" + members.get("w", "")
+        if consistent:
+            if identity not in live:
+                changes = [("+I", row)]
+                live[identity] = row
+            elif draw(st.booleans()):
+                changes = [("-U", live[identity]), ("+U", row)]
+                live[identity] = row
+            else:
+                changes = [("-D", live.pop(identity))]
+        else:
+            kinds = ["+I", "-U", "+U", "-D", "INSERT", "UPDATE_AFTER", "DELETE"]
+            changes = [(draw(st.sampled_from(kinds)), row)]
+        for kind, image in changes:
+            text = f'"op":"{kind}",' + image
+            if shape == "nokey":
+                text = text.replace('"id":', '"idx":')
+            elif shape == "odd":
+                text = draw(st.sampled_from([text, text.replace('"v":', '"\\u0076":'), text + ',"id":9']))
+            if draw(st.integers(0, 6)) == 0:
+                text = text.replace(",", ", ").replace('":', '": ')
+            out.append("{" + text + "}")
+    return ("\n".join(out) + "\n").encode()
+
+
+def _state_job(tmp: str, data: bytes, spec: Any, skip: bool, out_name: str = "out.jsonl") -> tuple[Job, Path, Path]:
+    src, out, rejects = Path(tmp, "in.jsonl"), Path(tmp, out_name), Path(tmp, "rejects.jsonl")
+    src.write_bytes(data)
+    on_error = OnError.skip if skip else OnError.fail
+    job = Job(spec, (str(src),), output=str(out), on_error=on_error, rejects=str(rejects) if skip else None)
+    return job, out, rejects
+
+
+def _state_paths() -> int:
+    from cdc.formats.engine.native import kernel
+
+    return 2 if kernel.available() else 1  # rows, and state-kernel where the kernel was built
+
+
+@contextmanager
+def _chunks(small: bool) -> Iterator[None]:
+    """The state paths read their input in chunks of 64 bytes too, each parsed in two halves:
+    pairs cut, state carried on."""
+    from cdc.formats.engine.native import state
+
+    size, split = state.CHUNK, state.SPLIT
+    state.CHUNK, state.SPLIT = (64, 32) if small else (size, split)
+    try:
+        yield
+    finally:
+        state.CHUNK, state.SPLIT = size, split
+
+
+policies = st.sampled_from(["warn", "fail", "ignore"])
+
+
+@SETTINGS
+@given(
+    data=changelogs(),
+    small=st.booleans(),
+    keyed=st.booleans(),
+    dedup=st.booleans(),
+    policy=policies,
+    skip=st.booleans(),
+    sort=st.booleans(),
+    out=st.sampled_from(["out.jsonl", "out.csv"]),
+)
+def test_materialize_without_a_key_or_dedup_agrees_on_every_path(
+    data: bytes, small: bool, keyed: bool, dedup: bool, policy: str, skip: bool, sort: bool, out: str
+) -> None:
+    from cdc.core.specs import MaterializeSpec
+    from cdc.core.state import Policy
+
+    key = ("id",) if keyed else ()
+    spec = MaterializeSpec(key=key, policy=Policy(policy), dedup=dedup or keyed, sort=sort)
+    with tempfile.TemporaryDirectory() as tmp, _chunks(small):
+        job, out_path, rejects = _state_job(tmp, data, spec, skip, out)
+        _all_paths_agree(job, out_path, rejects if skip else None, _state_paths(), raw=True)
+
+
+@SETTINGS
+@given(data=changelogs(), policy=policies, skip=st.booleans(), out=st.sampled_from(["out.jsonl", "out.csv"]))
+def test_materialize_by_key_agrees_on_every_path(data: bytes, policy: str, skip: bool, out: str) -> None:
+    # keyed-kernel: --strict under --on-error skip sets the contradicting line aside, as the row path does
+    from cdc.core.specs import MaterializeSpec
+    from cdc.core.state import Policy
+
+    spec = MaterializeSpec(key=("id",), policy=Policy(policy))
+    with tempfile.TemporaryDirectory() as tmp:
+        job, out_path, rejects = _state_job(tmp, data, spec, skip, out)
+        _all_paths_agree(job, out_path, rejects if skip else None, 1, raw=True)  # keyed-kernel: a first row read
+
+
+@SETTINGS
+@given(
+    data=changelogs(),
+    small=st.booleans(),
+    key=st.sampled_from([(), ("id",), ("id", "w")]),
+    timed=st.booleans(),
+    skip=st.booleans(),
+)
+def test_inspect_agrees_on_every_path(data: bytes, small: bool, key: tuple[str, ...], timed: bool, skip: bool) -> None:
+    from cdc.core.specs import InspectSpec
+
+    spec = InspectSpec(key=key, time_column="t" if timed else None)
+    with tempfile.TemporaryDirectory() as tmp, _chunks(small):
+        job, out, rejects = _state_job(tmp, data, spec, skip)
+        _all_paths_agree(job, out, rejects if skip else None, _state_paths(), raw=True)
+
+
+bounds = st.sampled_from([None, "2", "3", "2.5", "2024-01-01", "0"])
+
+
+@SETTINGS
+@given(
+    data=changelogs(),
+    small=st.booleans(),
+    key=st.sampled_from([("id",), ("id", "w")]),
+    emit=st.sampled_from(["retract", "upsert"]),
+    keep_noop=st.booleans(),
+    order_by=st.sampled_from([None, "t"]),
+    timed=st.booleans(),
+    since=bounds,
+    until=bounds,
+    net=st.booleans(),
+    skip=st.booleans(),
+)
+def test_replay_agrees_on_every_path(
+    data: bytes,
+    small: bool,
+    key: tuple[str, ...],
+    emit: str,
+    keep_noop: bool,
+    order_by: str | None,
+    timed: bool,
+    since: str | None,
+    until: str | None,
+    net: bool,
+    skip: bool,
+) -> None:
+    from cdc.core.specs import ReplaySpec
+
+    if not timed:
+        since = until = None
+    net = net and since is not None and until is not None
+    spec = ReplaySpec(key, emit, keep_noop, order_by, "t" if timed else None, since, until, net)
+    with tempfile.TemporaryDirectory() as tmp, _chunks(small):
+        job, out, rejects = _state_job(tmp, data, spec, skip)
+        _all_paths_agree(job, out, rejects if skip else None, _state_paths(), raw=True)
+
+
+@SETTINGS
+@given(
+    data=changelogs(),
+    small=st.booleans(),
+    key=st.sampled_from([(), ("id",), ("id", "w")]),
+    split=st.booleans(),
+    timed=st.booleans(),
+    source=st.booleans(),
+    skip=st.booleans(),
+)
+def test_debezium_encode_agrees_on_every_path(
+    data: bytes, small: bool, key: tuple[str, ...], split: bool, timed: bool, source: bool, skip: bool
+) -> None:
+    import datetime as dt
+
+    from cdc.core.specs import EncodeSpec
+
+    class Frozen(dt.datetime):  # ts_ms without a time column is the time of the run: one time for all
+        @classmethod
+        def now(cls, tz: Any = None) -> Any:
+            return dt.datetime(2024, 5, 6, 7, 8, 9, 123000, tzinfo=tz)
+
+    spec = EncodeSpec(
+        split_updates=split,
+        time_column="t" if timed else None,
+        source=(("db", "inventory"), ("n", 1)) if source else (),
+        key=key,
+    )
+    with tempfile.TemporaryDirectory() as tmp, _chunks(small), mock.patch("cdc.formats.debezium.dt.datetime", Frozen):
+        job, out, rejects = _state_job(tmp, data, spec, skip)
+        _all_paths_agree(job, out, rejects if skip else None, _state_paths(), raw=True)
+
+
+# -- Canal, Maxwell and OGG events: the kernel against the general decoder ----------------------
+
+NAMES = ['"id"', '"name"', '"v"', '"w"', '"b"', '"é"']
+TYPED = {  # Canal text values of a column by its sqlType (java.sql.Types), and values of no type
+    4: ['"5"', '"-3"', '"0"', '"007"', '"-0"', '"+5"', '" 5"', '"12345678901234567890123"', '""', "null", "5", '"1.5"'],
+    8: ['"1.5"', '"1.50"', '"12"', '"0"', '"0.0"', '"-0.0"', '"0.00001"', '"0.0001"', '"1e5"', '"3.14159"',
+        '"123456789012345678"', '"abc"', '"-2.25"', "2.5"],
+    3: ['"12.50"', '"0.0000001"', '"0.000001"', '"-0"', '"100"', '"1E+2"', '"abc"', '"00.5"', '"-1.000"'],
+    16: ['"1"', '"0"', '"true"', '"false"', '"TRUE"', '" 1"', '"yes"'],
+    12: ['"x"', '"caf\\u00e9"', '"é"', '""', "null", "7", '{"a":1}', "[1,2]", '"1.50"'],
+}  # fmt: skip
+PLAIN = ["1", "1.50", "-0", '"x"', '"\\u0078"', "true", "null", '{"a":1,"b":[2]}', "[]", "12345678901234567890"]
+
+
+@st.composite
+def image(
+    draw: st.DrawFn, types: dict[str, int] | None = None, names: list[str] | None = None, clean: bool = False
+) -> str:
+    """A row object as written: typed text values (Canal) or plain JSON values; now and then a
+    repeated or escaped name, the kind column, odd spacing."""
+    chosen = names if names is not None else draw(st.lists(st.sampled_from(NAMES), min_size=1, max_size=4, unique=True))
+    members = []
+    for name in chosen:
+        code = (types or {}).get(name, 12)
+        value = draw(st.sampled_from(TYPED[code] if types is not None else PLAIN))
+        members.append(f"{name}:{value}")
+    odd = 9 if clean else draw(st.integers(0, 12))
+    if odd == 0 and members:
+        members.append(members[0])  # a repeated name
+    elif odd == 1:
+        members.append('"\\u0076":1')  # an escaped name
+    elif odd == 2:
+        members.append('"op":"x"')  # the kind column
+    sep = draw(st.sampled_from([",", ", "]))
+    return "{" + sep.join(members) + "}"
+
+
+def _message(draw: st.DrawFn, members: dict[str, str | None]) -> str:
+    items = [(k, v) for k, v in members.items() if v is not None]
+    if draw(st.booleans()):
+        items = draw(st.permutations(items))
+    return "{" + ",".join(f'"{k}":{v}' for k, v in items) + "}"
+
+
+@st.composite
+def canal_events(draw: st.DrawFn) -> bytes:
+    out = []
+    clean = draw(st.booleans())  # half the streams: only messages the kernel may take (values aside)
+    for _ in range(draw(st.integers(1, 8))):
+        names = draw(st.lists(st.sampled_from(NAMES), min_size=1, max_size=4, unique=True))
+        codes = {n: draw(st.sampled_from([4, 8, 3, 16, 12])) for n in names}
+        types = "{" + ",".join(f"{n}:{c}" for n, c in codes.items()) + "}"
+        odd_types = [] if clean else ["null", '{"id":"4"}', '{"id":4.0}']
+        types = draw(st.sampled_from([types] * 6 + odd_types))
+        kinds = ["INSERT", "UPDATE", "DELETE"] + (
+            [] if clean else ["INSERT", "UPDATE", "DELETE"] * 3 + ["CREATE", "XYZ"]
+        )
+        kind = draw(st.sampled_from(kinds))
+        rows = [draw(image(codes, names, clean)) for _ in range(draw(st.integers(0, 3)))]
+        old: str | None = None
+        if kind == "UPDATE" and draw(st.booleans()):
+            olds = [
+                draw(image(codes, draw(st.lists(st.sampled_from(names), max_size=2, unique=True)), clean)) for _ in rows
+            ]
+            if not clean and draw(st.integers(0, 5)) == 0:
+                olds = olds[:-1] or ['{"zz":"1"}']
+            old = "[" + ",".join(olds) + "]"
+        elif draw(st.integers(0, 4)) == 0:
+            old = "null"
+        data = draw(st.sampled_from(["[" + ",".join(rows) + "]"] * 8 + ([] if clean else ["null", "{}", "[1]"])))
+        line = _message(draw, {"data": data, "database": '"db"', "isDdl": "false", "old": old, "sqlType": types,
+                               "table": '"t"', "ts": "1", "type": f'"{kind}"'})  # fmt: skip
+        out.append(draw(st.sampled_from([line] * 12 + ([] if clean else ["", "null", "{"]))))
+    return ("\n".join(out) + "\n").encode()
+
+
+@st.composite
+def maxwell_events(draw: st.DrawFn) -> bytes:
+    out = []
+    for _ in range(draw(st.integers(1, 8))):
+        kind = draw(st.sampled_from(["insert", "update", "delete"] * 4 + ["bootstrap-insert", "bootstrap-start",
+                                                                           "table-create", "weird"]))  # fmt: skip
+        names = draw(st.lists(st.sampled_from(NAMES), min_size=1, max_size=4, unique=True))
+        data = draw(image(None, names))
+        old = None
+        if kind == "update":
+            partial = draw(image(None, draw(st.lists(st.sampled_from(names), max_size=2, unique=True))))
+            old = draw(st.sampled_from(["null", "{}", "[]", partial, partial, draw(image(None))]))
+        data = draw(st.sampled_from([data] * 8 + ["null", "[1]"]))
+        line = _message(draw, {"database": '"db"', "table": '"t"', "type": f'"{kind}"', "ts": "1", "data": data,
+                               "old": old})  # fmt: skip
+        out.append(draw(st.sampled_from([line] * 12 + ["", "null", "{"])))
+    return ("\n".join(out) + "\n").encode()
+
+
+@st.composite
+def ogg_events(draw: st.DrawFn) -> bytes:
+    out = []
+    tables = ['"S.T"', '"S.U"', "null", '"\\u0053.T"', "1"]
+    for _ in range(draw(st.integers(1, 10))):
+        op = draw(st.sampled_from(["I", "U", "D"] * 4 + ["T", "X"]))
+        names = draw(st.lists(st.sampled_from(NAMES), min_size=1, max_size=4, unique=True))
+        after = draw(image(None, names))
+        before = draw(image(None, draw(st.sampled_from([names, names[:-1] or names, [*names, '"zz"']]))))
+        members = {"table": draw(st.sampled_from(tables)), "op_type": f'"{op}"', "op_ts": '"2024-01-01 00:00:00"'}
+        if op in ("U", "D") or draw(st.integers(0, 5)) == 0:
+            members["before"] = draw(st.sampled_from([before] * 6 + ["null", "{}"]))
+        if op in ("I", "U"):
+            members["after"] = draw(st.sampled_from([after] * 6 + [before, "null"]))
+        if draw(st.integers(0, 8)) == 0:
+            del members["table"]
+        line = _message(draw, members)
+        out.append(draw(st.sampled_from([line] * 12 + ["", "null", "{"])))
+    return ("\n".join(out) + "\n").encode()
+
+
+@SETTINGS
+@given(
+    envelope=st.sampled_from(["canal", "maxwell", "ogg"]),
+    data=st.data(),
+    skip=st.booleans(),
+    raw=st.booleans(),
+    bootstrap=st.sampled_from(["insert", "skip"]),
+    truncate=st.sampled_from(["fail", "skip"]),
+)
+def test_canal_maxwell_and_ogg_decode_agree_on_every_path(
+    envelope: str, data: st.DataObject, skip: bool, raw: bool, bootstrap: str, truncate: str
+) -> None:
+    events = data.draw({"canal": canal_events(), "maxwell": maxwell_events(), "ogg": ogg_events()}[envelope])
+    spec = DecodeSpec(envelope, raw_values=raw, on_truncate=truncate, bootstrap=bootstrap)
+    with tempfile.TemporaryDirectory() as tmp:
+        src, out, rejects = Path(tmp, "in.jsonl"), Path(tmp, "out.jsonl"), Path(tmp, "rejects.jsonl")
+        src.write_bytes(events)
+        on_error = OnError.skip if skip else OnError.fail
+        job = Job(spec, (str(src),), output=str(out), on_error=on_error, rejects=str(rejects) if skip else None)
+        _all_paths_agree(job, out, rejects if skip else None, _lines_paths(), raw=True)
+
+
+AGGREGATES = ["n=COUNT(*)", "c=COUNT(v)", "s=SUM(v)", "a=AVG(v)", "lo=MIN(v)", "hi=MAX(v)", "st=SUM(t)", "ht=MAX(t)"]
+
+
+@SETTINGS
+@given(
+    data=changelogs(),
+    small=st.booleans(),
+    group_by=st.sampled_from([(), ("id",), ("id", "w"), ("t",)]),
+    aggs=st.lists(st.sampled_from(AGGREGATES), max_size=4, unique=True),
+    emit=st.sampled_from(["retract", "upsert"]),
+    mode=st.sampled_from(["changelog", "changelog", "append"]),
+    policy=policies,
+    skip=st.booleans(),
+)
+def test_aggregate_agrees_on_every_path(
+    data: bytes,
+    small: bool,
+    group_by: tuple[str, ...],
+    aggs: list[str],
+    emit: str,
+    mode: str,
+    policy: str,
+    skip: bool,
+) -> None:
+    from hypothesis import assume
+
+    from cdc.core.aggregate import AggregateQuery
+    from cdc.core.specs import AggregateSpec
+    from cdc.core.state import Policy
+
+    # core.aggregate: MIN/MAX of a nested value fails after its group is made, and the row path
+    # then crashes on the group's -D (a core matter, not a path's): such values are left out here
+    assume(not any(f"{c}:{sp}{v}".encode() in data for c in ('"v"', '"t"') for sp in ("", " ") for v in "{["))
+    if not group_by and not aggs:
+        aggs = ["n=COUNT(*)"]
+    query = AggregateQuery.parse(group_by, aggs, emit, retractions=mode != "append")
+    spec = AggregateSpec(query, mode, policy=Policy(policy))
+    with tempfile.TemporaryDirectory() as tmp, _chunks(small):
+        job, out, rejects = _state_job(tmp, data, spec, skip)
+        expect = _state_paths() if not (len({a.split("(")[1] for a in aggs if "*" not in a}) > 1 and policy != "ignore"
+                                       and mode != "append") else 1  # fmt: skip
+        _all_paths_agree(job, out, rejects if skip else None, expect, raw=True)
+
+
+@SETTINGS
+@given(data=changelogs(), cut=st.integers(0, 40), command=st.sampled_from(["multiset", "inspect", "replay", "encode"]))
+def test_the_state_paths_read_several_inputs_as_one_stream(data: bytes, cut: int, command: str) -> None:
+    from cdc.core.specs import EncodeSpec, InspectSpec, MaterializeSpec, ReplaySpec
+
+    spec: Any = {
+        "multiset": MaterializeSpec(),
+        "inspect": InspectSpec(key=("id",), time_column="t"),
+        "replay": ReplaySpec(("id",), emit="upsert", order_by="t"),
+        "encode": EncodeSpec(time_column="t"),
+    }[command]
+    lines_ = data.split(b"\n")
+    cut %= len(lines_)
+    with tempfile.TemporaryDirectory() as tmp:
+        first, second, out = Path(tmp, "a.jsonl"), Path(tmp, "b.jsonl.gz"), Path(tmp, "out.jsonl")
+        first.write_bytes(b"\n".join(lines_[:cut]) + b"\n")
+        import gzip
+
+        second.write_bytes(gzip.compress(b"\n".join(lines_[cut:])))
+        job = Job(spec, (str(first), str(second)), output=str(out))
+        _all_paths_agree(job, out, None, 1)
 
 
 # -- JSON lines → Parquet (lines-arrow) and the stateful commands on Arrow (arrow-state) -------

@@ -29,6 +29,12 @@ def _keyed_kernel() -> Path:
     return Path("keyed-kernel", keyed.accepts, keyed.run)
 
 
+def _state_kernel() -> Path:
+    from cdc.formats.engine.native import state
+
+    return Path("state-kernel", state.accepts, state.run)
+
+
 def _arrow() -> Path:
     from cdc.formats.engine import arrow
 
@@ -72,6 +78,7 @@ def _rows() -> Path:
 # Fastest first. Each is built when asked for: a run imports only the path it takes.
 PATHS: dict[str, Callable[[], Path]] = {
     "keyed-kernel": _keyed_kernel,
+    "state-kernel": _state_kernel,
     "arrow": _arrow,
     "arrow-state": _arrow_state,
     "lines-arrow": _lines_arrow,

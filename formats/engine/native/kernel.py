@@ -40,8 +40,15 @@ def accepts(spec: Any) -> bool:
     if isinstance(spec, ToChangelogSpec):
         return True
     if isinstance(spec, DecodeSpec):
-        return spec.envelope == "debezium" and spec.stateless and not spec.metadata and spec.schema_include != "true"
+        if not spec.stateless or spec.metadata:
+            return False
+        if spec.envelope == "debezium":
+            return spec.schema_include != "true"
+        return spec.envelope in ENVELOPE_KERNELS and spec.database_include is None and spec.table_include is None
     return False
+
+
+ENVELOPE_KERNELS = ("canal", "maxwell", "ogg")
 
 
 def kernel_for(spec: Any, counts: Counts, decoder: Any = None) -> _Kernel | None:
@@ -53,6 +60,8 @@ def kernel_for(spec: Any, counts: Counts, decoder: Any = None) -> _Kernel | None
         return from_changelog_kernel(spec.op_column, spec.kind_column, spec.mapping, spec.drop, counts)
     if isinstance(spec, ToChangelogSpec):
         return to_changelog_kernel(spec.kind_column, spec.op_column, spec.mapping, spec.drop, counts)
+    if spec.envelope in ENVELOPE_KERNELS:
+        return envelope_kernel(spec, counts, decoder)
     envelopes = spec.schema_include == "auto"
     return debezium_kernel(spec.kind_column, counts, envelopes, decoder.plain_schema if decoder else None)
 
@@ -207,3 +216,63 @@ def debezium_kernel(
     firsts = tuple(_first_member(kind_column, kind) for kind in KINDS)
     args = (orjson.dumps(kind_column), firsts, envelopes)
     return _DebeziumKernel(args, counts, plain_schema or (lambda schema: False))
+
+
+class _OggKernel(_Kernel):
+    """OGG's decoder remembers each table's last insert (its columns: a before image must have
+    them all). The kernel is given those it knows and reports those it reads, so that the general
+    way, which takes the lines it declines, goes on from the same knowledge."""
+
+    def __init__(self, args: tuple[Any, ...], counts: Counts, inner: Any):
+        super().__init__(_kernel.ogg, args, counts)
+        self.shapes: dict[Any, Any] = inner._shapes
+
+    def __call__(self, chunk: bytes, start: int) -> tuple[bytes, int, int]:
+        from cdc.formats.jsonl import loads
+
+        known = [(table, after) for table, after in self.shapes.items() if table is None or type(table) is str]
+        complete = len(known) == len(self.shapes) and len(known) <= 16
+        given = tuple((orjson.dumps(table), tuple(map(orjson.dumps, after))) for table, after in known[:16])
+        out, position, lines, kinds, dropped, learnt = self.function(chunk, start, *self.args, given, complete)
+        for table, after in learnt:
+            self.shapes[loads(table)] = loads(after)
+        self._add(kinds, dropped)
+        return out, position, lines
+
+
+class _CanalKernel(_Kernel):
+    """Canal's decoder caches its converters by the sqlType dict, and dicts whose codes are equal
+    numbers (4 and 4.0) are one key: the first decides. The kernel reports the sqlTypes of the
+    lines it takes, which the decoder is shown in order, so that its cache is the row path's when
+    it takes a line; once it holds a sqlType written with a float code, every line is its own."""
+
+    def __init__(self, args: tuple[Any, ...], counts: Counts, inner: Any):
+        super().__init__(_kernel.canal, args, counts)
+        self.inner = inner
+        self.off = False
+
+    def __call__(self, chunk: bytes, start: int) -> tuple[bytes, int, int]:
+        from cdc.formats.jsonl import loads
+
+        if self.off or any(type(code) is float for key in self.inner._converters for _, code in key):
+            self.off = True
+            return b"", start, 0
+        out, position, lines, kinds, dropped, types = self.function(chunk, start, *self.args)
+        for text in types:
+            self.inner._convert_of({"sqlType": loads(text)})
+        self._add(kinds, dropped)
+        return out, position, lines
+
+
+def envelope_kernel(spec: DecodeSpec, counts: Counts, decoder: Any) -> _Kernel | None:
+    """Canal, Maxwell and OGG events as their decoder (core.envelopes, stateless: no key, filter or
+    metadata) reads them; ``decoder`` is the engine's ``CoreDecoder``."""
+    if _kernel is None:
+        return None
+    firsts = tuple(_first_member(spec.kind_column, kind) for kind in KINDS)
+    kind_key = orjson.dumps(spec.kind_column)
+    if spec.envelope == "canal":
+        return _CanalKernel((kind_key, firsts, spec.raw_values), counts, decoder.inner)
+    if spec.envelope == "maxwell":
+        return _Kernel(_kernel.maxwell, (kind_key, firsts, spec.bootstrap == "insert"), counts)
+    return _OggKernel((kind_key, firsts), counts, decoder.inner)

@@ -67,6 +67,7 @@ def run(job: Job, current: Session) -> Result:
             if path != STDIO:
                 stream.close()
     lines.finish()
+    current.where = _inputs  # an error of the output (a column CSV cannot take) names the inputs
     result = Result(path="keyed-kernel", read=lines.records, detail=state)
     texts = lines.texts()
     if texts is not None:
@@ -208,8 +209,8 @@ class KeyedLines:
             del row[kind_column]
             try:
                 apply(kind, row, partial(_at, where))
-            except InputError as err:
-                raise err.located(where) from None
+            except InputError as err:  # --strict: a bad record, set aside under --on-error skip
+                self._bad(err, where, line, reject)
 
     def _hand_over(self) -> None:
         """The kernel's table becomes the general state's, in the same order."""
@@ -240,6 +241,11 @@ class KeyedLines:
 
 def _at(where: Location) -> Location:
     return where
+
+
+def _inputs() -> Location:
+    """Where the row path's reader is once every input is read."""
+    return Location("<inputs>")
 
 
 def _parse(started: threading.Event, chunk: bytes, args: tuple[Any, ...]) -> tuple[bytes, int, int]:
