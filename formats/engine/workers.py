@@ -131,6 +131,14 @@ def ordered(
         stopping.set()
         for _ in range(IN_FLIGHT + 1):
             room.release()
+        # Let the feeder thread finish before terminate() kills the workers: it ends by putting a
+        # sentinel on the result queue, whose lock a worker holds while it writes a result — a
+        # worker killed there leaves the lock taken and terminate() waiting for the feeder for
+        # ever (seen as `cdc … | head -1` hanging after head exited).
+        pool.close()
+        feeder = getattr(pool, "_task_handler", None)
+        if feeder is not None:
+            feeder.join(timeout=10)
         pool.terminate()
         _PAYLOAD = None
         _SLOTS.close()
