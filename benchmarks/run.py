@@ -47,7 +47,7 @@ COUNTS = (
     "count(DISTINCT id) AS keys FROM {input}"
 )
 WITHOUT_BEFORE = "COPY (SELECT * FROM {input} WHERE op <> '-U') TO '{dst}' ({fmt})"
-IMAGE = "json_object('id', id, 'name', name, 'score', score, 'ratio', ratio, 'flag', flag)"
+IMAGE = "json_object('id', id, 'name', name, 'score', score, 'ratio', ratio, 'flag', flag, 'ts', ts)"
 ENCODE = (
     "COPY (SELECT json_object('before', CASE WHEN op = '-D' THEN " + IMAGE + " END, 'after', CASE WHEN op <> '-D' "
     "THEN " + IMAGE + " END, 'op', CASE op WHEN '+I' THEN 'c' WHEN '+U' THEN 'u' ELSE 'd' END, 'ts_ms', "
@@ -294,31 +294,12 @@ def start_up_cases(tmp: Path) -> list[Case]:
 def state_memory(data: Path, n: int, tmp: Path, repeat: int) -> list[str]:
     """Bytes per live key: the peak of materialize over ``n`` inserts of distinct keys, less the
     peak of the same command over the first change only (start-up, libraries), per key."""
-    import pyarrow as pa
     import pyarrow.parquet as pq
 
     cdc, _, _ = tools()
     lines = []
     src = data / f"inserts-{n}.parquet"
     jl = data / f"inserts-{n}.jsonl"
-    if not src.exists():
-        table = pa.table(
-            {
-                "op": pa.array(["+I"] * n),
-                "id": pa.array(range(n), pa.int64()),
-                "name": pa.array([("alice", "bob", "carol")[i % 3] for i in range(n)]),
-                "score": pa.array([i % 1000 for i in range(n)], pa.int64()),
-                "ratio": pa.array([(i % 10_000) / 1000 for i in range(n)], pa.float64()),
-                "flag": pa.array([i % 2 == 0 for i in range(n)]),
-            }
-        )
-        pq.write_table(table, src)
-        with open(jl, "w") as fh:
-            for row in table.to_pylist():
-                fh.write(
-                    f'{{"op":"+I","id":{row["id"]},"name":"{row["name"]}","score":{row["score"]},'
-                    f'"ratio":{row["ratio"]!r},"flag":{str(row["flag"]).lower()}}}\n'
-                )
     one = tmp / "one.parquet"
     pq.write_table(pq.read_table(src).slice(0, 1), one)
     one_jl = tmp / "one.jsonl"
@@ -334,14 +315,33 @@ def state_memory(data: Path, n: int, tmp: Path, repeat: int) -> list[str]:
         peaks = []
         for path in (big, small):
             runs = [
-                measure([cdc, "materialize", str(path), *args, "-o", str(tmp / out)], env=env)
-                for _ in range(repeat)
+                measure([cdc, "materialize", str(path), *args, "-o", str(tmp / out)], env=env) for _ in range(repeat)
             ]
             peaks.append(max(p for _, p in runs) * 1024)
         per_key = (peaks[0] - peaks[1]) / n
         lines.append(f"| {label} | {n:,} | {peaks[0] / 2**20:.0f} | {per_key:.0f} |")
         print(lines[-1], flush=True)
     return lines
+
+
+def generate_inputs(data: Path, changes: int, events: int, shapes: int, memory: int) -> None:
+    """Write (in a child process, so this one stays small) the inputs a case lacks. Files written
+    before the rows had a ``ts`` column are written again."""
+    import generate
+
+    def run(mode: str, n: int, names: list[str], first: str | None = None) -> None:
+        paths = [data / name for name in names]
+        stale = first is not None and (data / first).exists() and b'"ts":' not in (data / first).open("rb").readline()
+        if stale or not all(p.exists() for p in paths):
+            subprocess.run([sys.executable, str(HERE / "generate.py"), f"--{mode}", str(n), str(data)], check=True)
+
+    run("changes", changes, generate.change_files(changes), f"changes-{changes}.jsonl")
+    if events:
+        run("events", events, generate.event_files(events), f"debezium-{events}.jsonl")
+    if shapes:
+        run("shapes", shapes, [f"shape-{shape}-{shapes}.parquet" for shape in generate.SHAPES])
+    if memory:
+        run("inserts", memory, generate.insert_files(memory))
 
 
 def run_cases(cases: list[Case], repeat: int, only: list[str]) -> list[str]:
@@ -388,13 +388,8 @@ def main() -> None:
     # Byte-compile cdc as an install would: with PYTHONDONTWRITEBYTECODE set, every run would
     # otherwise compile its modules again (~70 ms of start-up that users do not pay).
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(HERE.parent)], check=False, capture_output=True)
-    generate = [sys.executable, str(HERE / "generate.py")]
-    if not (args.data / f"changes-{args.changes}.parquet").exists():
-        subprocess.run([*generate, "--changes", str(args.changes), str(args.data)], check=True)
-    if args.events and not (args.data / f"changelog-{args.events}.parquet").exists():
-        subprocess.run([*generate, str(args.events), str(args.data)], check=True)
-    if args.shapes:
-        subprocess.run([*generate, "--shapes", str(args.shapes), str(args.data)], check=True)
+    memory = args.memory if not args.case else 0  # a partial run skips the state memory cases
+    generate_inputs(args.data, args.changes, args.events, args.shapes, memory)
     load = os.getloadavg()
     started = time.strftime("%Y-%m-%d %H:%M")
     cases = start_up_cases(tmp) + state_cases(args.data, args.changes, tmp)
@@ -403,7 +398,7 @@ def main() -> None:
     if args.shapes:
         cases += shape_cases(args.data, args.shapes, tmp)
     lines = run_cases(cases, args.repeat, args.case)
-    memory = state_memory(args.data, args.memory, tmp, 1) if args.memory and not args.case else []
+    memory_lines = state_memory(args.data, memory, tmp, 1) if memory else []
     after = os.getloadavg()
     report = [
         f"Machine: {os.cpu_count()} cores; {started}; median of {args.repeat} runs in rotation (cdc, DuckDB, …); "
@@ -412,8 +407,8 @@ def main() -> None:
         *HEADER,
         *lines,
     ]
-    if memory:
-        report += ["", "| state | live keys | peak MB | bytes per live key |", "|---|---|---|---|", *memory]
+    if memory_lines:
+        report += ["", "| state | live keys | peak MB | bytes per live key |", "|---|---|---|---|", *memory_lines]
     text = "\n".join(report) + "\n"
     if not args.case:  # a partial run does not replace the full table
         results = HERE / "results"
