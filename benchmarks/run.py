@@ -9,8 +9,9 @@ ratio to the DuckDB CLI running the nearest SQL.
     python benchmarks/run.py --case inspect      # only the cases whose title holds this
 
 Each command runs ``--repeat`` times in rotation (cdc, then DuckDB, then cdc …) and the median
-counts; the machine's load average is recorded before and after. The full run writes
-``benchmarks/results/latest.md``.
+counts; the machine's load average is recorded before and after. A full run (no ``--case``)
+writes its table to ``--report``, by default ``benchmarks/results/latest.md``: give a small run
+another path, e.g. ``--report /tmp/small.md``.
 """
 
 from __future__ import annotations
@@ -331,7 +332,10 @@ def generate_inputs(data: Path, changes: int, events: int, shapes: int, memory: 
 
     def run(mode: str, n: int, names: list[str], first: str | None = None) -> None:
         paths = [data / name for name in names]
-        stale = first is not None and (data / first).exists() and b'"ts":' not in (data / first).open("rb").readline()
+        stale = False
+        if first is not None and (data / first).exists():
+            with open(data / first, "rb") as fh:
+                stale = b'"ts":' not in fh.readline()
         if stale or not all(p.exists() for p in paths):
             subprocess.run([sys.executable, str(HERE / "generate.py"), f"--{mode}", str(n), str(data)], check=True)
 
@@ -381,6 +385,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--data", type=Path, default=HERE / "data")
     parser.add_argument("--case", action="append", default=[], help="run only cases whose title contains this")
+    parser.add_argument(
+        "--report", type=Path, default=HERE / "results" / "latest.md", help="where a full run writes its table"
+    )
     args = parser.parse_args()
     tmp = args.data / "out"
     tmp.mkdir(parents=True, exist_ok=True)
@@ -411,9 +418,8 @@ def main() -> None:
         report += ["", "| state | live keys | peak MB | bytes per live key |", "|---|---|---|---|", *memory_lines]
     text = "\n".join(report) + "\n"
     if not args.case:  # a partial run does not replace the full table
-        results = HERE / "results"
-        results.mkdir(exist_ok=True)
-        (results / "latest.md").write_text(text)
+        args.report.parent.mkdir(parents=True, exist_ok=True)
+        args.report.write_text(text)
     print("\n" + text)
 
 
