@@ -300,7 +300,7 @@ def envelope_cases(data: Path, n: int, tmp: Path) -> list[Case]:
 
 
 def stateless_cases(data: Path, n: int, tmp: Path) -> list[Case]:
-    """The stateless conversions against DuckDB, jq and a plain orjson loop (``n`` events)."""
+    """The stateless conversions against DuckDB and jq (``n`` events)."""
     cdc, duck, jq = tools()
     dbz, flat, parquet = data / f"debezium-{n}.jsonl", data / f"flat-{n}.jsonl", data / f"changelog-{n}.parquet"
     with open(flat, "rb") as fh:
