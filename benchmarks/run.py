@@ -3,14 +3,27 @@ peak memory (PSS of the whole process tree, so forked workers are not double cou
 ratio to the DuckDB CLI running the nearest SQL.
 
     pip install -e '.[bench]'                    # the DuckDB CLI from PyPI; jq is used where installed
-    python benchmarks/run.py                     # every case at 1M changes / 100k keys
-    python benchmarks/run.py --changes 300000    # another size
-    python benchmarks/run.py --shapes 6000000    # Parquet → Parquet at scale, several data shapes
-    python benchmarks/run.py --case inspect      # only the cases whose title holds this
+    python benchmarks/run.py                     # every case at 1M changes / 100k keys, 1M events
+    python benchmarks/run.py --changes 300000 --events 300000   # another size
+    python benchmarks/run.py --shapes 6000000    # also Parquet → Parquet at scale, several data shapes
+    python benchmarks/run.py --case replay       # only the cases whose title holds this (repeatable)
+    python benchmarks/run.py --changes 20000 --events 20000 --memory 0 --repeat 1 \
+        --data /tmp/bench-small --report /tmp/bench-small.md   # a quick check that every case runs
+
+The cases: start-up; every stateful path on the changelog (``--changes``: materialize with a key,
+with --dedup and as a multiset; inspect with a key, with -t ts and as a multiset; replay --emit
+upsert, retract, --order-by ts and --since/--until --net; debezium-encode; to-changelog; aggregate
+over plain rows and over the changelog), the issue's ones on JSON lines and on Parquet, the others
+on JSON lines; the stateless conversions (``--events``: debezium-decode, from-changelog,
+to-changelog) also against jq; Parquet shapes (``--shapes``); and the bytes per live key of the
+state (``--memory``). The envelope decoders (``decode --envelope canal|maxwell|ogg``) have a table
+of their own: their ratio is to cdc's debezium-decode on the same rows (target: ≤ 1.5×), not to
+DuckDB. Inputs are written by ``benchmarks/generate.py`` into ``--data`` when missing.
 
 Each command runs ``--repeat`` times in rotation (cdc, then DuckDB, then cdc …) and the median
-counts; the machine's load average is recorded before and after. The full run writes
-``benchmarks/results/latest.md``.
+counts; a command that exits non-zero stops the run with its error. The machine's load average is
+recorded before and after. A full run (no ``--case``) writes its table to ``--report``, by default
+``benchmarks/results/latest.md``: give a small run another path.
 """
 
 from __future__ import annotations
@@ -47,7 +60,7 @@ COUNTS = (
     "count(DISTINCT id) AS keys FROM {input}"
 )
 WITHOUT_BEFORE = "COPY (SELECT * FROM {input} WHERE op <> '-U') TO '{dst}' ({fmt})"
-IMAGE = "json_object('id', id, 'name', name, 'score', score, 'ratio', ratio, 'flag', flag)"
+IMAGE = "json_object('id', id, 'name', name, 'score', score, 'ratio', ratio, 'flag', flag, 'ts', ts)"
 ENCODE = (
     "COPY (SELECT json_object('before', CASE WHEN op = '-D' THEN " + IMAGE + " END, 'after', CASE WHEN op <> '-D' "
     "THEN " + IMAGE + " END, 'op', CASE op WHEN '+I' THEN 'c' WHEN '+U' THEN 'u' ELSE 'd' END, 'ts_ms', "
@@ -75,6 +88,22 @@ DUCK_TO_CHANGELOG = (
     "WHEN '-D' THEN 'DELETE' END AS op, * EXCLUDE (op) FROM '{src}') TO '{dst}' (FORMAT parquet)"
 )
 FORMATS = {"jsonl": "FORMAT json", "parquet": "FORMAT parquet", "csv": "FORMAT csv"}
+# the state engine's other paths over JSON lines (the SQL of the former kernel_state.py)
+TO_JSON = "COPY ({query}) TO '{dst}' (FORMAT json)"
+LAST_PER_KEY_QUALIFY = (
+    "SELECT * EXCLUDE (op, seq) FROM (SELECT *, row_number() OVER () AS seq FROM {input}) "
+    "QUALIFY row_number() OVER (PARTITION BY id ORDER BY seq DESC) = 1 AND op IN ('+I', '+U')"
+)
+COUNTS_BY_KIND = (
+    "SELECT count(*) FILTER (op = '+I'), count(*) FILTER (op = '-U'), count(*) FILTER (op = '+U'), "
+    "count(*) FILTER (op = '-D'), count(DISTINCT id){extra} FROM {input}"
+)
+NO_UB = "SELECT * FROM {input} WHERE op <> '-U'"
+RETRACT_GROUP_BY = (
+    "SELECT id, sum(s) AS n, sum(s * score) AS total, max(score) AS hi, min(score) AS lo, "
+    "sum(s * score) / sum(s) AS mean FROM "
+    "(SELECT *, CASE WHEN op IN ('+I', '+U') THEN 1 ELSE -1 END AS s FROM {input}) GROUP BY id HAVING sum(s) > 0"
+)
 
 
 def tree_pss_kb(pid: int) -> int:
@@ -132,6 +161,7 @@ class Case:
     rows: int
     runs: list[Run]
     note: str = ""
+    peer: str = "duckdb"  # the run whose time the ratio divides by
 
 
 def tools() -> tuple[str, str | None, str | None]:
@@ -145,7 +175,11 @@ def duck_run(duck: str | None, sql: str, stdout: Path | None = None) -> list[Run
 
 
 def state_cases(data: Path, n: int, tmp: Path) -> list[Case]:
-    """The issue's table: every stateful path and JSON lines → Parquet, at ``n`` changes."""
+    """The issue's table: every stateful path and JSON lines → Parquet, at ``n`` changes; the
+    paths beyond the issue's (--dedup, -t, retract, --order-by, --since/--until, a retracting
+    aggregate) on JSON lines only."""
+    from generate import T0
+
     cdc, duck, _ = tools()
     jl, pq = data / f"changes-{n}.jsonl", data / f"changes-{n}.parquet"
     rows_jl, rows_pq = data / f"rows-{n}.jsonl", data / f"rows-{n}.parquet"
@@ -170,16 +204,43 @@ def state_cases(data: Path, n: int, tmp: Path) -> list[Case]:
             case.runs += duck_run(duck, query, tmp / "duck-stdout.txt" if stdout else None)
             out.append(case)
 
+    def jsonl(title: str, args: list[str], query: str, report: bool = False) -> None:
+        """A case on the JSON-lines changelog only; DuckDB runs ``query`` (a SELECT) on it."""
+        cmd = [cdc, args[0], str(jl), *args[1:]]
+        query = query.format(input=JSON_IN.format(src=jl), extra="")
+        if report:  # both print a report: to the same file
+            case = Case(f"{title}, JSONL ({n:,} changes, {keys})", n, [Run("cdc", cmd, tmp / "report.json")])
+            case.runs += duck_run(duck, query, tmp / "report.json")
+        else:
+            case = Case(
+                f"{title}, JSONL ({n:,} changes, {keys})", n, [Run("cdc", [*cmd, "-o", str(tmp / "cdc.jsonl")])]
+            )
+            case.runs += duck_run(duck, TO_JSON.format(query=query, dst=tmp / "duck.jsonl"))
+        out.append(case)
+
     same = {"jsonl": "jsonl", "parquet": "parquet"}
     both("materialize --key id", ["materialize", "--key", "id"], LAST_PER_KEY, same)
     both("materialize (multiset)", ["materialize"], MULTISET, same)
+    jsonl("materialize --key id --dedup", ["materialize", "--key", "id", "--dedup"], LAST_PER_KEY_QUALIFY)
     both(
         "inspect --key id --json",
         ["inspect", "--key", "id", "--json"],
         COUNTS,
         {"jsonl": "stdout", "parquet": "stdout"},
     )
+    jsonl(
+        "inspect --key id -t ts --json",
+        ["inspect", "--key", "id", "-t", "ts", "--json"],
+        COUNTS_BY_KIND.replace("{extra}", ", min(ts), max(ts)"),
+        report=True,
+    )
+    jsonl("inspect (multiset) --json", ["inspect", "--json"], COUNTS_BY_KIND, report=True)
     both("replay --key id --emit upsert", ["replay", "--key", "id", "--emit", "upsert"], WITHOUT_BEFORE, same)
+    jsonl("replay --key id (retract)", ["replay", "--key", "id"], NO_UB)
+    jsonl("replay --key id --order-by ts", ["replay", "--key", "id", "--order-by", "ts"], NO_UB)
+    since, until = T0 + n // 4, T0 + n // 2
+    window = ["-t", "ts", "--since", str(since), "--until", str(until), "--net"]
+    jsonl("replay --key id --since/--until --net", ["replay", "--key", "id", *window], LAST_PER_KEY_QUALIFY)
     both("debezium-encode", ["debezium-encode"], ENCODE, {"jsonl": "jsonl", "parquet": "jsonl"})
     for fmt in ("parquet",):
         dst = tmp / f"cdc.{fmt}"
@@ -208,11 +269,38 @@ def state_cases(data: Path, n: int, tmp: Path) -> list[Case]:
     both("aggregate COUNT(*)/SUM/MAX by id (final GROUP BY for DuckDB)", agg, GROUP_BY, same, (rows_jl, rows_pq))
     for case in out[-2:]:
         case.title = case.title.replace(f"{n:,} changes, {keys}", f"{n:,} rows, {n // 10:,} groups")
+    retract_agg = ["aggregate", "-g", "id", "-a", "n=COUNT(*)", "-a", "total=SUM(score)", "-a", "hi=MAX(score)",
+                   "-a", "lo=MIN(score)", "-a", "mean=AVG(score)"]  # fmt: skip
+    jsonl("aggregate COUNT(*)/SUM/MAX/MIN/AVG by id over the changelog (retracting)", retract_agg, RETRACT_GROUP_BY)
     return out
 
 
+def envelope_cases(data: Path, n: int, tmp: Path) -> list[Case]:
+    """decode --envelope canal|maxwell|ogg against debezium-decode on the same ``n`` events' rows
+    (the target: within 1.5× of debezium-decode); the ratio is to debezium-decode, not DuckDB."""
+    cdc, _, _ = tools()
+    dbz = Run(
+        "debezium-decode", [cdc, "debezium-decode", str(data / f"debezium-{n}.jsonl"), "-o", str(tmp / "dbz.jsonl")]
+    )
+    return [
+        Case(
+            f"decode --envelope {name} vs debezium-decode, JSONL ({n:,} events)",
+            n,
+            [
+                Run(
+                    "cdc",
+                    [cdc, "decode", "--envelope", name, str(data / f"{name}-{n}.jsonl"), "-o", str(tmp / "cdc.jsonl")],
+                ),
+                dbz,
+            ],
+            peer="debezium-decode",
+        )
+        for name in ("canal", "maxwell", "ogg")
+    ]
+
+
 def stateless_cases(data: Path, n: int, tmp: Path) -> list[Case]:
-    """The stateless conversions against DuckDB, jq and a plain orjson loop (``n`` events)."""
+    """The stateless conversions against DuckDB and jq (``n`` events)."""
     cdc, duck, jq = tools()
     dbz, flat, parquet = data / f"debezium-{n}.jsonl", data / f"flat-{n}.jsonl", data / f"changelog-{n}.parquet"
     with open(flat, "rb") as fh:
@@ -294,31 +382,12 @@ def start_up_cases(tmp: Path) -> list[Case]:
 def state_memory(data: Path, n: int, tmp: Path, repeat: int) -> list[str]:
     """Bytes per live key: the peak of materialize over ``n`` inserts of distinct keys, less the
     peak of the same command over the first change only (start-up, libraries), per key."""
-    import pyarrow as pa
     import pyarrow.parquet as pq
 
     cdc, _, _ = tools()
     lines = []
     src = data / f"inserts-{n}.parquet"
     jl = data / f"inserts-{n}.jsonl"
-    if not src.exists():
-        table = pa.table(
-            {
-                "op": pa.array(["+I"] * n),
-                "id": pa.array(range(n), pa.int64()),
-                "name": pa.array([("alice", "bob", "carol")[i % 3] for i in range(n)]),
-                "score": pa.array([i % 1000 for i in range(n)], pa.int64()),
-                "ratio": pa.array([(i % 10_000) / 1000 for i in range(n)], pa.float64()),
-                "flag": pa.array([i % 2 == 0 for i in range(n)]),
-            }
-        )
-        pq.write_table(table, src)
-        with open(jl, "w") as fh:
-            for row in table.to_pylist():
-                fh.write(
-                    f'{{"op":"+I","id":{row["id"]},"name":"{row["name"]}","score":{row["score"]},'
-                    f'"ratio":{row["ratio"]!r},"flag":{str(row["flag"]).lower()}}}\n'
-                )
     one = tmp / "one.parquet"
     pq.write_table(pq.read_table(src).slice(0, 1), one)
     one_jl = tmp / "one.jsonl"
@@ -343,6 +412,29 @@ def state_memory(data: Path, n: int, tmp: Path, repeat: int) -> list[str]:
     return lines
 
 
+def generate_inputs(data: Path, changes: int, events: int, shapes: int, memory: int) -> None:
+    """Write (in a child process, so this one stays small) the inputs a case lacks. Files written
+    before the rows had a ``ts`` column are written again."""
+    import generate
+
+    def run(mode: str, n: int, names: list[str], first: str | None = None) -> None:
+        paths = [data / name for name in names]
+        stale = False
+        if first is not None and (data / first).exists():
+            with open(data / first, "rb") as fh:
+                stale = b'"ts":' not in fh.readline()
+        if stale or not all(p.exists() for p in paths):
+            subprocess.run([sys.executable, str(HERE / "generate.py"), f"--{mode}", str(n), str(data)], check=True)
+
+    run("changes", changes, generate.change_files(changes), f"changes-{changes}.jsonl")
+    if events:
+        run("events", events, generate.event_files(events), f"debezium-{events}.jsonl")
+    if shapes:
+        run("shapes", shapes, [f"shape-{shape}-{shapes}.parquet" for shape in generate.SHAPES])
+    if memory:
+        run("inserts", memory, generate.insert_files(memory))
+
+
 def run_cases(cases: list[Case], repeat: int, only: list[str]) -> list[str]:
     lines = []
     for case in cases:
@@ -354,12 +446,12 @@ def run_cases(cases: list[Case], repeat: int, only: list[str]) -> list[str]:
                 results[r.tool].append(measure(r.cmd, r.stdout, r.env))
         walls = {tool: statistics.median(w for w, _ in runs) for tool, runs in results.items()}
         peaks = {tool: max(p for _, p in runs) / 1024 for tool, runs in results.items()}
-        duck = walls.get("duckdb")
+        duck = walls.get(case.peer)
         cdc = walls["cdc"]
         ratio = f"{cdc / duck:.2f}" if duck else "—"
-        others = ", ".join(f"{t} {w:.2f} s" for t, w in walls.items() if t not in ("cdc", "duckdb"))
+        others = ", ".join(f"{t} {w:.2f} s" for t, w in walls.items() if t not in ("cdc", case.peer))
         duck_text = f"{duck:.2f}" if duck else "—"
-        duck_peak = f"{peaks['duckdb']:.0f}" if duck else "—"
+        duck_peak = f"{peaks[case.peer]:.0f}" if duck else "—"
         line = f"| {case.title} | {cdc:.2f} | {duck_text} | **{ratio}** | {peaks['cdc']:.0f} | {duck_peak} |"
         if others:
             line += f" {others} |"
@@ -369,6 +461,12 @@ def run_cases(cases: list[Case], repeat: int, only: list[str]) -> list[str]:
 
 
 HEADER = ["| case | cdc s | DuckDB s | × DuckDB | cdc peak MB | DuckDB peak MB |", "|---|---|---|---|---|---|"]
+ENVELOPE_HEADER = [
+    "Envelope decoders against cdc's own debezium-decode on the same rows (not DuckDB); target: ≤ 1.5×.",
+    "",
+    "| case | decode s | debezium-decode s | × debezium-decode | decode peak MB | debezium-decode peak MB |",
+    "|---|---|---|---|---|---|",
+]
 
 
 def main() -> None:
@@ -380,6 +478,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--data", type=Path, default=HERE / "data")
     parser.add_argument("--case", action="append", default=[], help="run only cases whose title contains this")
+    parser.add_argument(
+        "--report", type=Path, default=HERE / "results" / "latest.md", help="where a full run writes its table"
+    )
     args = parser.parse_args()
     tmp = args.data / "out"
     tmp.mkdir(parents=True, exist_ok=True)
@@ -387,13 +488,8 @@ def main() -> None:
     # Byte-compile cdc as an install would: with PYTHONDONTWRITEBYTECODE set, every run would
     # otherwise compile its modules again (~70 ms of start-up that users do not pay).
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(HERE.parent)], check=False, capture_output=True)
-    generate = [sys.executable, str(HERE / "generate.py")]
-    if not (args.data / f"changes-{args.changes}.parquet").exists():
-        subprocess.run([*generate, "--changes", str(args.changes), str(args.data)], check=True)
-    if args.events and not (args.data / f"changelog-{args.events}.parquet").exists():
-        subprocess.run([*generate, str(args.events), str(args.data)], check=True)
-    if args.shapes:
-        subprocess.run([*generate, "--shapes", str(args.shapes), str(args.data)], check=True)
+    memory = args.memory if not args.case else 0  # a partial run skips the state memory cases
+    generate_inputs(args.data, args.changes, args.events, args.shapes, memory)
     load = os.getloadavg()
     started = time.strftime("%Y-%m-%d %H:%M")
     cases = start_up_cases(tmp) + state_cases(args.data, args.changes, tmp)
@@ -402,7 +498,10 @@ def main() -> None:
     if args.shapes:
         cases += shape_cases(args.data, args.shapes, tmp)
     lines = run_cases(cases, args.repeat, args.case)
-    memory = state_memory(args.data, args.memory, tmp, 1) if args.memory and not args.case else []
+    envelope_lines = (
+        run_cases(envelope_cases(args.data, args.events, tmp), args.repeat, args.case) if args.events else []
+    )
+    memory_lines = state_memory(args.data, memory, tmp, 1) if memory else []
     after = os.getloadavg()
     report = [
         f"Machine: {os.cpu_count()} cores; {started}; median of {args.repeat} runs in rotation (cdc, DuckDB, …); "
@@ -411,13 +510,14 @@ def main() -> None:
         *HEADER,
         *lines,
     ]
-    if memory:
-        report += ["", "| state | live keys | peak MB | bytes per live key |", "|---|---|---|---|", *memory]
+    if envelope_lines:
+        report += ["", *ENVELOPE_HEADER, *envelope_lines]
+    if memory_lines:
+        report += ["", "| state | live keys | peak MB | bytes per live key |", "|---|---|---|---|", *memory_lines]
     text = "\n".join(report) + "\n"
     if not args.case:  # a partial run does not replace the full table
-        results = HERE / "results"
-        results.mkdir(exist_ok=True)
-        (results / "latest.md").write_text(text)
+        args.report.parent.mkdir(parents=True, exist_ok=True)
+        args.report.write_text(text)
     print("\n" + text)
 
 
