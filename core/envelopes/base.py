@@ -119,6 +119,7 @@ class EnvelopeDecoder:
 
     name: ClassVar[str] = ""
     label: ClassVar[str] = ""
+    message: ClassVar[str] = "a message"  # how errors name one record: "a Canal message"
     # metadata key → (Flink data type, what it is); the order is Flink's ReadableMetadata order.
     METADATA: ClassVar[dict[str, tuple[str, str]]] = {}
     TEXTS: ClassVar[ImageTexts] = ImageTexts("the source sent no full before image", "give --key COLS")
@@ -148,7 +149,22 @@ class EnvelopeDecoder:
         return self.state is None
 
     def decode(self, event: Row | None) -> list[Change]:
+        """The changes of one message: a tombstone (``null``) is counted, a message the include
+        patterns leave out gives none, anything but an object is an error."""
+        if event is None:
+            self.notes["tombstones"] += 1
+            return []
+        if type(event) is not dict:
+            raise InputError(f"{self.message} is a JSON object; found {type(event).__name__}")
+        if self.filtered and self._excluded(event):
+            return []
+        return self._decode(event)
+
+    def _decode(self, event: Row) -> list[Change]:
         raise NotImplementedError
+
+    def _excluded(self, event: Row) -> bool:
+        return self._filtered_out(event.get("database"), event.get("table"))
 
     # -- shared pieces ------------------------------------------------------------------------
 

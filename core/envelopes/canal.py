@@ -73,6 +73,7 @@ Converters = tuple[tuple[str, Callable[[str], Any]], ...]
 class CanalDecoder(EnvelopeDecoder):
     name = "canal"
     label = "Canal"
+    message = "a Canal message"
     METADATA: ClassVar[dict[str, tuple[str, str]]] = {
         "database": ("STRING NULL", "the 'database' field"),
         "table": ("STRING NULL", "the 'table' field"),
@@ -108,14 +109,7 @@ class CanalDecoder(EnvelopeDecoder):
             return lambda e: e.get(field_name)
         return lambda e: utc_millis(e.get(field_name))
 
-    def decode(self, event: Row | None) -> list[Change]:  # noqa: C901 - one branch per type
-        if event is None:
-            self.notes["tombstones"] += 1
-            return []
-        if type(event) is not dict:
-            raise InputError(f"a Canal message is a JSON object; found {type(event).__name__}")
-        if self.filtered and self._filtered_out(event.get("database"), event.get("table")):
-            return []
+    def _decode(self, event: Row) -> list[Change]:  # noqa: C901 - one branch per type
         kind = event.get("type")
         if kind == "INSERT" or kind == "DELETE":
             what = "an INSERT" if kind == "INSERT" else "a DELETE"

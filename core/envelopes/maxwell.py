@@ -30,7 +30,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from cdc.core.envelopes.base import EnvelopeDecoder, Getter, json_name, utc_millis
-from cdc.core.errors import InputError, UsageError
+from cdc.core.errors import UsageError
 from cdc.core.model import Change, Row
 
 MARKERS = frozenset(("bootstrap-start", "bootstrap-complete"))
@@ -42,6 +42,7 @@ DDL_TYPES = frozenset(
 class MaxwellDecoder(EnvelopeDecoder):
     name = "maxwell"
     label = "Maxwell"
+    message = "a Maxwell message"
     METADATA: ClassVar[dict[str, tuple[str, str]]] = {
         "database": ("STRING NULL", "the 'database' field"),
         "table": ("STRING NULL", "the 'table' field"),
@@ -66,14 +67,7 @@ class MaxwellDecoder(EnvelopeDecoder):
             return lambda e: e.get("ts")
         return lambda e: utc_millis(_millis(e.get("ts")))
 
-    def decode(self, event: Row | None) -> list[Change]:  # noqa: C901 - one branch per type
-        if event is None:
-            self.notes["tombstones"] += 1
-            return []
-        if type(event) is not dict:
-            raise InputError(f"a Maxwell message is a JSON object; found {type(event).__name__}")
-        if self.filtered and self._filtered_out(event.get("database"), event.get("table")):
-            return []
+    def _decode(self, event: Row) -> list[Change]:  # noqa: C901 - one branch per type
         kind = event.get("type")
         data = event.get("data")
         if kind == "insert":

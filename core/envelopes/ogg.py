@@ -36,6 +36,7 @@ from cdc.core.model import Change, Row
 class OggDecoder(EnvelopeDecoder):
     name = "ogg"
     label = "Oracle GoldenGate"
+    message = "a GoldenGate record"
     METADATA: ClassVar[dict[str, tuple[str, str]]] = {
         "table": ("STRING NULL", "the 'table' field (SCHEMA.TABLE)"),
         "primary-keys": ("ARRAY<STRING> NULL", "the 'primary_keys' field"),
@@ -64,19 +65,12 @@ class OggDecoder(EnvelopeDecoder):
             return lambda e: e.get(field_name)
         return lambda e: utc_text(e.get(field_name), field_name)
 
-    def _filtered_by_name(self, event: Row) -> bool:
+    def _excluded(self, event: Row) -> bool:
         table = event.get("table")
         schema = table.rpartition(".")[0] if isinstance(table, str) else table
         return self._filtered_out(schema, table)
 
-    def decode(self, event: Row | None) -> list[Change]:  # noqa: C901 - one branch per op
-        if event is None:
-            self.notes["tombstones"] += 1
-            return []
-        if type(event) is not dict:
-            raise InputError(f"a GoldenGate record is a JSON object; found {type(event).__name__}")
-        if self.filtered and self._filtered_by_name(event):
-            return []
+    def _decode(self, event: Row) -> list[Change]:  # noqa: C901 - one branch per op
         op = event.get("op_type")
         before, after = event.get("before"), event.get("after")
         table = event.get("table")
