@@ -45,6 +45,17 @@ def test_formats_does_not_import_the_cli_or_its_libraries() -> None:
             assert name.split(".")[0] not in {"typer", "rich", "click"}, f"{path.name} imports {name}"
 
 
+def test_the_cli_reaches_paths_only_through_the_planner() -> None:
+    # A command module that imported a path (rows, lines, kernel, Arrow…) would choose one itself:
+    # the planner (formats/engine/plan.py, behind engine.run) is the only place that chooses.
+    engine_front = {"job", "run", "inputs", "sinks", "tables", "api"}
+    for path in package_files("cli"):
+        for name in imports_of(path):
+            if name.startswith("cdc.formats.engine"):
+                part = name.split(".")[3] if name.count(".") >= 3 else ""
+                assert part in engine_front, f"{path.name} imports {name}"
+
+
 def _modules_after(args: list[str]) -> set[str]:
     code = (
         "import os, sys\n"
