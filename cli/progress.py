@@ -2,7 +2,8 @@
 
 One bar per terminal: by default only a cdc that reads files (not a pipe) draws it, so in
 ``cdc decode dump.jsonl | cdc materialize --key id`` the first process shows the bar and the
-second stays quiet; ``--progress`` forces a bar, ``--no-progress`` hides it.
+second stays quiet; and none when the rows go to the same terminal (stdout), where the bar's
+redraws would mix with them. ``--progress`` forces a bar, ``--no-progress`` hides it.
 """
 
 from __future__ import annotations
@@ -12,10 +13,11 @@ from collections.abc import Sequence
 from typing import Any
 
 
-def wanted(enabled: bool | None, inputs: Sequence[str]) -> bool:
+def wanted(enabled: bool | None, inputs: Sequence[str], output: str = "-") -> bool:
     if enabled is not None:
         return enabled
-    return sys.stderr.isatty() and "-" not in inputs
+    to_terminal = output == "-" and sys.stdout.isatty()
+    return sys.stderr.isatty() and "-" not in inputs and not to_terminal
 
 
 class Bar:

@@ -50,7 +50,7 @@ def run(
     from cdc.cli.progress import Bar, wanted
 
     job = job_of(common, spec, sink if sink is not None else table_sink(common, spec))
-    bar = Bar() if wanted(common.progress, common.inputs) else None
+    bar = Bar() if wanted(common.progress, common.inputs, common.output) else None
     try:
         result = run_job(job, bar)
     finally:

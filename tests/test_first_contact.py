@@ -9,7 +9,7 @@ import stat
 import subprocess
 from pathlib import Path
 
-from helpers import REPO, SAMPLES, invoke, parse_jsonl, read_parquet, run_cdc, write_jsonl
+from helpers import REPO, SAMPLES, cdc_executable, invoke, parse_jsonl, read_parquet, run_cdc, write_jsonl
 
 BIG = 18446744073709551617
 
@@ -153,6 +153,30 @@ def test_12_only_a_cdc_that_reads_files_draws_a_bar() -> None:
     assert not wanted(None, ["-"])  # downstream in a pipe: the first cdc draws the bar
 
 
+def test_12_no_bar_between_rows_written_to_the_same_terminal() -> None:
+    import pty
+
+    master, slave = pty.openpty()
+    try:  # stdout and stderr one terminal, as in an interactive shell
+        cmd = [*cdc_executable(), "debezium-decode", str(SAMPLES / "mysql-inventory.jsonl")]
+        proc = subprocess.run(cmd, stdout=slave, stderr=slave, timeout=60)
+        os.close(slave)
+        seen = b""
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # the terminal closed: all read
+                break
+            if not chunk:
+                break
+            seen += chunk
+    finally:
+        os.close(master)
+    assert proc.returncode == 0
+    assert b'"op":"+I"' in seen
+    assert "━".encode() not in seen and b"\x1b[2K" not in seen, seen[:300]
+
+
 def test_13_inspect_says_what_a_file_is_when_it_is_not_a_changelog() -> None:
     events = run_cdc(["inspect", SAMPLES / "mysql-inventory.jsonl"])
     assert events.returncode == 3 and b"read it with --input-format debezium" in events.stderr
@@ -174,7 +198,7 @@ def test_15_columns_select_and_order_in_every_format(tmp_path: Path) -> None:
     assert run_cdc([*args, "-o", tmp_path / "c.parquet"]).returncode == 0
     assert list(read_parquet(tmp_path / "c.parquet")[0]) == ["status", "order_id"]
     helped = subprocess.run(
-        [*__import__("helpers").cdc_executable(), "from-changelog", "--help"],
+        [*cdc_executable(), "from-changelog", "--help"],
         capture_output=True,
         env={**os.environ, "COLUMNS": "200"},
     )
@@ -224,7 +248,7 @@ def test_20_the_small_things(tmp_path: Path) -> None:
     assert bare.returncode == 2 and b"Usage: cdc" in bare.stdout + bare.stderr
     with open("/dev/full", "wb") as full:
         stuck = subprocess.run(
-            [*__import__("helpers").cdc_executable(), "from-changelog", SAMPLES / "orders-ops.csv"],
+            [*cdc_executable(), "from-changelog", SAMPLES / "orders-ops.csv"],
             stdout=full,
             stderr=subprocess.PIPE,
         )
