@@ -19,6 +19,7 @@ _API = (
     "materialize",
     "replay",
     "inspect",
+    "aggregate",
     "Result",
 )
 _ERRORS = ("CdcError", "InputError", "UsageError", "InconsistencyError", "Location")

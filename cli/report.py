@@ -25,7 +25,8 @@ def report_findings(command: str, findings: Findings) -> None:
 def state_stats(state: TableState, read: int, live: int | None = None) -> str:
     """``live``: the number of rows when they were kept outside the state (as texts)."""
     kinds = ", ".join(f"{k} {state.by_kind[k]}" for k in ("+I", "-U", "+U", "-D") if state.by_kind.get(k))
-    text = f"read {read} changes ({kinds}); {len(state) if live is None else live} live rows"
+    rows = len(state) if live is None else live
+    text = f"read {read} changes ({kinds}); {rows} live row{'' if rows == 1 else 's'}"
     keys = getattr(state, "key", None)
     if keys:
         text += f" by key {', '.join(keys)}"

@@ -85,3 +85,15 @@ def test_bad_queries_say_what_is_wrong(flags: list[str], code: int, message: str
     result = run_cdc(["aggregate", SAMPLES / "clicks.jsonl", "--input-mode", "append", *flags])
     assert result.returncode == code and message in result.stderr.decode(), result.stderr
     assert b"Traceback" not in result.stderr
+
+
+def test_the_python_api_runs_the_same_aggregate_as_the_command() -> None:
+    import cdc
+
+    args = ["--input-mode", "append", "--group-by", "user", "--agg", "cnt=COUNT(url)", "--emit", "upsert"]
+    command = parse_jsonl(run_cdc(["aggregate", SAMPLES / "clicks.jsonl", *args]).stdout)
+    result = cdc.aggregate(
+        SAMPLES / "clicks.jsonl", input_mode="append", group_by="user", agg=["cnt=COUNT(url)"], emit="upsert"
+    )
+    assert result.rows == command
+    assert [r["op"] for r in command].count("-U") == 0 and len(command) > 2

@@ -26,7 +26,16 @@ from typing import Any, TypedDict, Unpack
 
 from cdc.core.convert import from_changelog_spec, to_changelog_spec
 from cdc.core.model import OnError, Row
-from cdc.core.specs import PLAIN, CopySpec, DecodeSpec, EncodeSpec, InspectSpec, MaterializeSpec, ReplaySpec
+from cdc.core.specs import (
+    PLAIN,
+    AggregateSpec,
+    CopySpec,
+    DecodeSpec,
+    EncodeSpec,
+    InspectSpec,
+    MaterializeSpec,
+    ReplaySpec,
+)
 from cdc.core.state import Policy
 from cdc.formats.engine.job import Job, Result
 from cdc.formats.engine.run import run_job
@@ -192,6 +201,30 @@ def replay(
     return _run(spec, source, io)
 
 
+def aggregate(
+    source: Source,
+    *,
+    group_by: Columns | None = None,
+    agg: Columns,
+    emit: str = "retract",
+    where: str | None = None,
+    input_mode: str = "changelog",
+    key: Columns | None = None,
+    delete_when: tuple[str, str] | None = None,
+    on_inconsistency: str = "warn",
+    kind_column: str = "op",
+    **io: Unpack[IO],
+) -> Result:
+    """A continuous GROUP BY (Flink's group aggregate): ``agg`` as ``"cnt=COUNT(url)"`` (one or a
+    list); the result is the update log Flink emits (``+I``, ``-U``/``+U``, ``-D``)."""
+    from cdc.core.aggregate import AggregateQuery
+
+    aggs = [agg] if isinstance(agg, str) else list(agg)
+    query = AggregateQuery.parse(_names(group_by), aggs, emit, where, retractions=input_mode != "append")
+    spec = AggregateSpec(query, input_mode, _names(key), delete_when, kind_column, Policy(on_inconsistency))
+    return _run(spec, source, io)
+
+
 def inspect(
     source: Source,
     *,
@@ -210,6 +243,7 @@ def inspect(
 __all__ = [
     "IO",
     "Result",
+    "aggregate",
     "debezium_encode",
     "decode",
     "from_changelog",
