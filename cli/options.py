@@ -350,7 +350,7 @@ def cdc_command(*groups: Group) -> Callable[[Callable[..., None]], Callable[...,
                     value = split_list(value)
                 elif name == "inputs":
                     value = list(value or ["-"])
-                elif name == "output_format" and value is not None:
+                elif name in ("output_format", "input_format") and value is not None:
                     value = value.lower()
                 setattr(common, name, value)
             with reported_errors(common.verbose):

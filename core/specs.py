@@ -128,6 +128,8 @@ class MaterializeSpec:
             raise UsageError("--dedup and --as-of do not combine: a versioned table keeps one version per time")
         if self.as_of is not None and not self.time_column:
             raise UsageError("--as-of needs --time-column COL")
+        if self.time_column and self.as_of is None:  # it would be read and do nothing
+            raise UsageError("--time-column goes with --as-of TIME (the table as of that time)")
 
 
 @dataclass(frozen=True)

@@ -208,6 +208,8 @@ def test_15_columns_select_and_order_in_every_format(tmp_path: Path) -> None:
 def test_16_unknown_time_columns_fail_and_diffs_print_null(tmp_path: Path) -> None:
     result = run_cdc(["inspect", SAMPLES / "product-prices.jsonl", "--time-column", "nope"])
     assert result.returncode == 3 and b"time column 'nope' does not exist" in result.stderr
+    unused = run_cdc(["materialize", SAMPLES / "product-prices.jsonl", "--key", "product_id", "-t", "nope"])
+    assert unused.returncode == 2 and b"--time-column goes with --as-of" in unused.stderr
     log = write_jsonl(tmp_path / "log.jsonl", [{"op": "+I", "id": 1, "v": None}])
     expected = tmp_path / "e.csv"
     expected.write_text("id,v\n1,x\n")
@@ -238,6 +240,7 @@ def test_19_csv_is_written_with_minimal_quoting_on_every_path(tmp_path: Path) ->
 
 def test_20_the_small_things(tmp_path: Path) -> None:
     assert run_cdc(["from-changelog", SAMPLES / "orders-ops.csv", "-f", "CSV"]).returncode == 0
+    assert run_cdc(["from-changelog", "-i", "CSV", SAMPLES / "orders-ops.csv"]).returncode == 0
     wrong = run_cdc(["materialize", SAMPLES / "product-prices.jsonl", "--key", "product"])
     assert b"its columns are update_time, product_id" in wrong.stderr
     missing = run_cdc(["materialize", "--key", "id", "--expect", tmp_path / "no.csv"], stdin=b"")
