@@ -68,12 +68,61 @@ def main() -> NoReturn:
     # run peaks at 183 MB on 1.6M rows, 131 MB with the system allocator, at the same speed.
     os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
     named = sys.argv[1] if len(sys.argv) > 1 else None
+    if named is None or "--help" in sys.argv or "-h" in sys.argv:
+        _trim_help_lines()
     try:
         build_app(only=named if named in COMMANDS else None)()
         code: Any = 0
     except SystemExit as stop:
         code = stop.code
     _leave(code)
+
+
+class _TrimmedLines:
+    """A help screen's stream without the spaces rich pads every line with: a copied example
+    ending in `\\` must end there, or the shell reads an escaped space, not a line break."""
+
+    def __init__(self, stream: Any):
+        self._stream, self._pending = stream, ""
+
+    def write(self, text: str) -> int:
+        import re
+
+        *lines, self._pending = (self._pending + text).split("\n")
+        for line in lines:
+            trimmed = re.sub(r"(?:\x1b\[[0-9;]*m| )+$", _reset_if_styled, line)
+            self._stream.write(trimmed + "\n")
+        return len(text)
+
+    def flush(self) -> None:
+        if self._pending:
+            self._stream.write(self._pending)
+            self._pending = ""
+        self._stream.flush()
+
+    def isatty(self) -> bool:
+        return bool(self._stream.isatty())
+
+    def fileno(self) -> int:
+        return int(self._stream.fileno())
+
+
+def _reset_if_styled(tail: Any) -> str:
+    """The padding at a line's end dropped; a style it closed is still closed."""
+    return "\x1b[0m" if "\x1b" in tail.group(0) else ""
+
+
+def _trim_help_lines() -> None:
+    import typer.rich_utils
+
+    make = typer.rich_utils._get_rich_console
+
+    def console(stderr: bool = False) -> Any:
+        made = make(stderr)
+        made.file = _TrimmedLines(made.file)  # type: ignore[assignment]  # a write/flush stream is all rich uses
+        return made
+
+    typer.rich_utils._get_rich_console = console
 
 
 def _leave(code: Any) -> NoReturn:

@@ -47,6 +47,9 @@ def test_every_command_has_examples_that_fit_80_columns(command: str) -> None:
     block = narrow.split("Examples", 1)[1].split("╭", 1)[0]
     lines = [line.strip() for line in block.splitlines() if line.strip()]
     assert lines == [line.strip() for line in wide.splitlines() if line.strip()]
+    # Copied as printed, a line ending in `\` must end there: padding after it would make the
+    # shell read an escaped space and run the next line as a command of its own.
+    assert [line for line in narrow.splitlines() if line != line.rstrip()] == []
 
 
 ALL = [(command, example) for command in COMMANDS for example in examples(command)]
