@@ -214,7 +214,8 @@ def bad_kind(text: object, kind_column: str, row: Mapping[str, Any] | None = Non
         hint = (
             "changelog rows carry their kind in a column (+I/-U/+U/-D): name it with --kind-column NAME; "
             "plain rows with an op-code column: cdc from-changelog maps it (--op, --preset); "
-            "plain rows that are all inserts: --input-mode append (replay)"
+            "plain rows that are all inserts (an append-only table): cdc replay and cdc aggregate read them "
+            "with --input-mode append"
         )
     else:
         hint = None

@@ -181,7 +181,7 @@ def test_13_inspect_says_what_a_file_is_when_it_is_not_a_changelog() -> None:
     events = run_cdc(["inspect", SAMPLES / "mysql-inventory.jsonl"])
     assert events.returncode == 3 and b"read it with --input-format debezium" in events.stderr
     plain = run_cdc(["inspect", SAMPLES / "clicks.jsonl"])
-    assert b"--input-mode append" in plain.stderr
+    assert b"cdc replay and cdc aggregate read them with --input-mode append" in plain.stderr
     keyed = run_cdc(["inspect", "-i", "debezium", "--key", "id", SAMPLES / "postgres-default-identity.jsonl"])
     assert keyed.returncode == 0, keyed.stderr
 
