@@ -25,8 +25,8 @@ def report_findings(command: str, findings: Findings) -> None:
 def state_stats(state: TableState, read: int, live: int | None = None) -> str:
     """``live``: the number of rows when they were kept outside the state (as texts)."""
     kinds = ", ".join(f"{k} {state.by_kind[k]}" for k in ("+I", "-U", "+U", "-D") if state.by_kind.get(k))
-    rows = len(state) if live is None else live
-    text = f"read {read} changes ({kinds}); {rows} live row{'' if rows == 1 else 's'}"
+    n = len(state) if live is None else live
+    text = f"read {read} changes ({kinds}); {n} live {'row' if n == 1 else 'rows'}"
     keys = getattr(state, "key", None)
     if keys:
         text += f" by key {', '.join(keys)}"
@@ -40,6 +40,10 @@ def state_stats(state: TableState, read: int, live: int | None = None) -> str:
     if state.findings.total:
         text += f"; {state.findings.total} inconsistent"
     return text
+
+
+def rows(n: int) -> str:
+    return f"{n} row" if n == 1 else f"{n} rows"
 
 
 def _cell(value: Any) -> str:
@@ -59,8 +63,8 @@ def _quoted(value: Any) -> str:
 def render_diff_plain(diff: TableDiff, expected_name: str) -> str:
     """A stable text form for CI logs and pipes."""
     lines = [
-        f"cdc: materialize: result {diff.summary()} (expected {expected_name}: {diff.expected_rows} rows, "
-        f"result: {diff.result_rows} rows)"
+        f"cdc: materialize: result {diff.summary()} (expected {expected_name}: {rows(diff.expected_rows)}, "
+        f"result: {rows(diff.result_rows)})"
     ]
     if diff.columns_only_in_result:
         lines.append(f"+ columns only in result: {', '.join(diff.columns_only_in_result)}")

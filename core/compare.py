@@ -77,7 +77,7 @@ class TableDiff:
 
     def summary(self) -> str:
         if self.equal:
-            return f"equal: {self.result_rows} rows"
+            return f"equal: {self.result_rows} row{'' if self.result_rows == 1 else 's'}"
         parts = [
             f"{len(self.changed)} changed",
             f"{len(self.only_in_result)} only in result",
