@@ -304,7 +304,10 @@ def bad_line_message(line: bytes) -> str:
         _loads_exact(line)
     except ValueError as exc:
         text = line.decode("utf-8").rstrip("\r")
-        truncated = text.lstrip().startswith("{") and not text.endswith("}")
+        # cut off: the parser ran out of text (not: it met a bad character on the way)
+        at = getattr(exc, "pos", None)
+        ran_out = (at is not None and at >= len(text.rstrip())) or str(exc).startswith("Unterminated string")
+        truncated = text.lstrip().startswith("{") and ran_out
         return f"invalid JSON{' (truncated line?)' if truncated else ''}: {exc}: {_clip(line)}"
     return f"invalid JSON: {_clip(line)}"
 

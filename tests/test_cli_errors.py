@@ -45,6 +45,7 @@ def test_op_column_missing_and_not_a_string(tmp_path: Path) -> None:
     ("content", "message"),
     [
         (b'{"op": "INSERT"}\n{"op": "INSERT", "id": \n', "invalid JSON (truncated line?)"),
+        (b'{"op": "INSERT"}\n{bad json\n', "invalid JSON: Expecting property name"),  # bad, not cut off
         (b'{"op": "INSERT"}\n[1, 2]\n', "expected a JSON object, found list"),
         (b'{"op": "INSERT"}\n"text"\n', "expected a JSON object, found str"),
         (b'{"op": "INSERT"}\n{"op": "INSERT", "name": "\xff\xfe"}\n', "invalid UTF-8"),
