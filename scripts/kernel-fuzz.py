@@ -797,6 +797,7 @@ def fuzz_state(k: Any, rng: random.Random, corpus: Corpus, report: Report) -> No
     forged_any = False
     for _ in range(rng.randrange(1, 4)):
         packed, forged = _state_buffer(k, rng, corpus, keys, extras, 0)
+        forged_any |= forged  # also when apply stops part-way (a refusal after the handle ran, a raising handle)
         before = _state_snapshot(state)
         handle = _Handle(rng, state)
         start = 0 if rng.random() < 0.9 else rng.randrange(len(packed) + 2)
@@ -810,7 +811,6 @@ def fuzz_state(k: Any, rng: random.Random, corpus: Corpus, report: Report) -> No
             if handle.mode not in ("raise", "odd"):
                 raise
             continue
-        forged_any |= forged
         if type(out) is not bytes or (out and not out.endswith(b"\n")):
             raise Finding(f"State.apply: output {out[-40:]!r}")
         if not forged_any:  # rows of forged records are what they are
@@ -969,6 +969,7 @@ def fuzz_aggregate(k: Any, rng: random.Random, corpus: Corpus, report: Report) -
     forged_any = False
     for _ in range(rng.randrange(1, 4)):
         packed, forged = _state_buffer(k, rng, corpus, group, extras, parse_flags if group or parse_flags & 1 else 5)
+        forged_any |= forged  # also when apply stops part-way
         before = agg.counters(), agg.items()
         handle = _Handle(rng, agg)
         start = 0 if rng.random() < 0.9 else rng.randrange(len(packed) + 2)
@@ -982,7 +983,6 @@ def fuzz_aggregate(k: Any, rng: random.Random, corpus: Corpus, report: Report) -
             if handle.mode not in ("raise", "odd"):
                 raise
             continue
-        forged_any |= forged
         if stop < -1 or stop > len(packed) or (out and not out.endswith(b"\n")):
             raise Finding(f"Aggregate.apply: stop {stop}, output {out[-40:]!r}")
         if not forged_any:  # groups of forged records hold what those records held, JSON or not
