@@ -112,8 +112,38 @@ def test_11_parquet_output_holds_big_integers_and_names_a_misfit(tmp_path: Path)
     mixed = write_jsonl(tmp_path / "mixed.jsonl", [{"op": "+I", "id": 1}, {"op": "+I", "id": "x"}])
     result = run_cdc(["to-changelog", mixed, "-o", tmp_path / "mixed.parquet"])
     assert result.returncode == 3
-    assert b"<output>: row 2: column 'id' mixes integer and text 'x'" in result.stderr
+    assert f"{mixed}:2: column 'id' mixes integer and text 'x'".encode() in result.stderr
     assert b"-f jsonl" in result.stderr and not (tmp_path / "mixed.parquet").exists()
+
+
+def test_11_a_misfit_is_named_at_its_input_line_on_every_path(tmp_path: Path) -> None:
+    # the writer finds it rows after the record went by: the line is the input's, not the output row
+    rows = [{"op": "+I", "id": 1}, {"op": "-U", "id": 1}, {"op": "+U", "id": "x"}]
+    mixed = write_jsonl(tmp_path / "mixed.jsonl", rows)
+    for path in ("", "rows", "lines-arrow"):
+        args = ["to-changelog", mixed, "--drop", "UPDATE_BEFORE", "-o", tmp_path / "mixed.parquet"]
+        result = run_cdc(args, env={"CDC_PATH": path})
+        assert result.returncode == 3, path
+        assert f"{mixed}:3: column 'id' mixes integer and text 'x'".encode() in result.stderr, (path, result.stderr)
+    piped = run_cdc(["to-changelog", "--drop", "UPDATE_BEFORE", "-f", "parquet"], stdin=mixed.read_bytes())
+    assert b"<output>: row 2: column 'id' mixes" in piped.stderr  # stdin is not read twice: the output's row
+
+
+def test_11_no_parquet_type_holds_an_integer_past_76_digits(tmp_path: Path) -> None:
+    huge = int("9" * 80)
+    src = tmp_path / "huge.jsonl"
+    src.write_text(f'{{"op":"+I","id":1}}\n{{"op":"+I","id":{huge}}}\n')
+    for path in ("", "rows", "lines-arrow"):
+        result = run_cdc(["to-changelog", src, "-o", tmp_path / "h.parquet"], env={"CDC_PATH": path})
+        assert result.returncode == 3, path
+        error = result.stderr.decode()
+        assert f"{src}:2: column 'id' holds integer {huge} (80 digits)" in error, (path, error)
+        assert "no Parquet type holds an integer of more than 76 digits" in error
+        assert "hint: write JSON lines (-f jsonl), which keep it exactly" in error and "(fixed by" not in error
+    wide = int("9" * 50)  # past decimal128 but within decimal256: it fits
+    src.write_text(f'{{"op":"+I","id":1}}\n{{"op":"+I","id":{wide}}}\n')
+    assert run_cdc(["to-changelog", src, "-o", tmp_path / "h.parquet"]).returncode == 0
+    assert [int(r["id"]) for r in read_parquet(tmp_path / "h.parquet")] == [1, wide]
 
 
 class _Consumed:
@@ -230,3 +260,19 @@ def test_20_the_small_things(tmp_path: Path) -> None:
         )
     assert stuck.returncode == 3 and b"output stopped there" in stuck.stderr
     assert invoke(["materialize", "-f", "print"], stdin="").exit_code == 0
+
+
+def test_11_a_wide_integer_past_the_rows_that_fixed_the_type_is_named() -> None:
+    import io
+
+    import pytest
+
+    from cdc.core.errors import InputError
+    from cdc.formats.parquet.io import ParquetWriter
+
+    huge = int("9" * 80)
+    writer = ParquetWriter(io.BytesIO(), batch_rows=2)  # rows 1-2 fix id as int64
+    with pytest.raises(InputError) as caught:
+        writer.write_rows([{"id": 1}, {"id": 2}, {"id": 3}, {"id": huge}])
+        writer.close()
+    assert str(caught.value).startswith(f"<output>: row 4: column 'id' holds integer {huge} (80 digits)")

@@ -13,8 +13,8 @@ from itertools import chain
 from typing import Any
 
 from cdc.core.convert import FromChangelogRow, ToChangelogRow, split_change
-from cdc.core.errors import InputError
-from cdc.core.model import Row
+from cdc.core.errors import CdcError, InputError, Location
+from cdc.core.model import OnError, Row
 from cdc.core.profile import Profile
 from cdc.core.replay import KeyedReplay, ReplayCounts, Replayer
 from cdc.core.specs import (
@@ -35,6 +35,7 @@ from cdc.formats.engine.inputs import open_rows
 from cdc.formats.engine.job import Job, Result
 from cdc.formats.engine.session import Session, result_skips
 from cdc.formats.engine.tables import metadata_of, new_table_state, table_rows, write_rows
+from cdc.formats.streams import STDIO
 
 
 @dataclass
@@ -200,6 +201,33 @@ def transformed(reader: RowReader, steps: Steps, current: Session) -> Iterator[R
     yield from steps.finish()
 
 
+OUTPUT = "<output>"  # where a writer places a value it cannot hold: a row of the output
+
+
+def input_of_output_row(job: Job, number: int) -> Location | None:
+    """Where the input record that made output row ``number`` is: the job's inputs read again up
+    to that row (a writer finds a value it cannot hold rows after its record went by). None when
+    the inputs cannot be read twice (stdin, a caller's rows) or the row came at the end (a table)."""
+    if job.rows is not None or STDIO in job.inputs:
+        return None
+    again = Session(job.with_(on_error=OnError.skip, rejects=None), None)  # bad records went by the first time
+    result = Result()
+    reader = open_rows(job, again.reject, None, result.counts)
+    again.where = reader.location
+    made = 0
+    try:
+        for _ in transformed(reader, steps_for(job.spec, result, reader.location), again):
+            made += 1
+            if made == number:
+                where = reader.location()
+                return where if where.source != reader.source else None  # "<inputs>": read to the end
+    except CdcError:
+        return None
+    finally:
+        reader.close()
+    return None
+
+
 def run(job: Job, current: Session) -> Result:
     result = Result(path="rows")
     reader = open_rows(job, current.reject, current.on_bytes, result.counts)
@@ -214,7 +242,12 @@ def run(job: Job, current: Session) -> Result:
         rows = chain(() if first is None else (first,), rows)
         columns = steps.columns
         empty = (lambda: columns(reader.columns) if reader.columns is not None else []) if columns else None
-        result.counts.written = write_rows(job, current, rows, reader, empty)
+        try:
+            result.counts.written = write_rows(job, current, rows, reader, empty)
+        except InputError as err:  # a value the output cannot hold, found rows after it was read
+            if err.where is not None and err.where.source == OUTPUT and err.where.row is not None:
+                err.where = input_of_output_row(job, err.where.row) or err.where
+            raise
     result.read = reader.records
     result_skips(current, result)
     return result

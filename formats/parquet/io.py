@@ -240,8 +240,10 @@ class ParquetWriter:
         kinds = {_kind(v) for v in values if v is not None}
         if kinds == {"integer"}:
             widest = max(len(str(abs(v))) for v in values if v is not None)
+            if widest > MAX_DIGITS:
+                raise self._misfit(name, None, values)
             if widest > 18:
-                return pa.decimal128(38, 0) if widest <= 38 else pa.decimal256(76, 0)
+                return pa.decimal128(38, 0) if widest <= 38 else pa.decimal256(MAX_DIGITS, 0)
         try:
             inferred = pa.array(values).type
         except (pa.ArrowException, TypeError, ValueError, OverflowError):
@@ -251,15 +253,24 @@ class ParquetWriter:
     def _misfit(self, name: str, fixed: Any, values: list[Any]) -> InputError:
         """A value the column's Parquet type cannot hold: which row of the output, and why."""
         first = next((v for v in values if v is not None), None)
-        at = next((i for i, v in enumerate(values) if v is not None and _kind(v) != _kind(first)), 0)
-        what = f"{_kind(values[at])} {_clip(values[at])}" if values else "a value"
+        at = _misfit_at(values, fixed, first)
+        value = values[at] if values else None
+        where = Location("<output>", row=self._written + at + 1)
+        if _too_wide(value):
+            return InputError(
+                f"column {name!r} holds integer {_digits(value)}: no Parquet type holds an integer of more "
+                f"than {MAX_DIGITS} digits",
+                where=where,
+                hint="write JSON lines (-f jsonl), which keep it exactly",
+            )
+        what = f"{_kind(value)} {_clip(value)}" if values else "a value"
         if fixed is None:
             message = f"column {name!r} mixes {_kind(first)} and {what}: one Parquet column holds one type"
         else:
             message = f"column {name!r} is {fixed} (fixed by the first rows) and cannot hold {what}"
         return InputError(
             message,
-            where=Location("<output>", row=self._written + at + 1),
+            where=where,
             hint="write JSON lines (-f jsonl) or CSV, whose values are not typed per column; "
             "or give the column one type in the input",
         )
@@ -273,6 +284,39 @@ class ParquetWriter:
         if self._writer is not None:
             self._writer.close()
         self._stream.flush()
+
+
+MAX_DIGITS = 76  # decimal256's precision: the widest integer a Parquet column holds
+
+
+def _too_wide(value: Any) -> bool:
+    return type(value) is int and len(str(abs(value))) > MAX_DIGITS
+
+
+def _misfit_at(values: list[Any], fixed: Any, first: Any) -> int:
+    """The index of the first value that does not fit: an integer too wide for any Parquet
+    type, one of another kind than the first value, or (a type fixed) one the type refuses."""
+    import pyarrow as pa
+
+    for i, value in enumerate(values):
+        if value is None:
+            continue
+        if _too_wide(value) or _kind(value) != _kind(first):
+            return i
+        if fixed is not None:
+            try:
+                _array([value], fixed)
+            except (pa.ArrowException, TypeError, ValueError, OverflowError):
+                return i
+    return 0
+
+
+def _digits(value: Any) -> str:
+    """A wide integer in words: in full up to 100 digits, else its ends and its length."""
+    text = str(value)
+    digits = len(text.lstrip("-"))
+    shown = text if len(text) <= 100 else f"{text[:20]}…{text[-10:]}"
+    return f"{shown} ({digits} digits)"
 
 
 def _kind(value: Any) -> str:
