@@ -31,6 +31,7 @@ from cdc.core.specs import (
 from cdc.core.state import Where
 from cdc.core.stats import Counts
 from cdc.formats.base import RowReader
+from cdc.formats.engine.empty import Empty, Examples, empty_result, examples_for
 from cdc.formats.engine.inputs import open_rows
 from cdc.formats.engine.job import Job, Result
 from cdc.formats.engine.session import Session, result_skips
@@ -44,6 +45,8 @@ class Steps:
     finish: Callable[[], Iterable[Row]] = tuple
     # The output columns of input columns (for an empty result's header and schema), where known.
     columns: Callable[[Sequence[str]], list[str]] | None = None
+    # Or the whole empty result (columns and types) of the input's columns (None: JSON lines).
+    empty: Callable[[Sequence[str] | None], Empty | None] | None = None
 
 
 def accepts(job: Job) -> bool:
@@ -114,16 +117,19 @@ def _paired(spec: FromChangelogSpec, from_row: FromChangelogRow, counts: Counts)
 def _materialize(spec: MaterializeSpec, result: Result, where: Where) -> Steps:
     state = result.detail = new_table_state(spec)
     apply, kind_column = state.apply, spec.kind_column
+    examples = Examples(kind_column)
 
     def step(row: Row) -> tuple[()]:
+        if not examples.full:
+            examples.add(row)
         kind, image = split_change(row, kind_column)
         apply(kind, image, where)
         return ()
 
-    def columns(names: Sequence[str]) -> list[str]:
-        return [n for n in names if n != kind_column and n not in state.metadata]
+    def empty(declared: Sequence[str] | None) -> Empty | None:
+        return empty_result(spec, declared, examples, state.metadata)
 
-    return Steps(step, lambda: table_rows(state, spec), columns)
+    return Steps(step, lambda: table_rows(state, spec), empty=empty)
 
 
 def _inspect(spec: InspectSpec, result: Result, where: Where) -> Steps:
@@ -167,11 +173,15 @@ def _aggregate(spec: AggregateSpec, result: Result, where: Where) -> Steps:
     apply, kc = group.apply, spec.kind_column
     change_of = change_reader(spec.input_mode, kc, spec.delete_when)
     by_kind = result.counts.by_kind
+    examples = examples_for(spec)
+    assert examples is not None
     normalize = None
     if spec.input_mode == "upsert":  # Flink's ChangelogNormalize before the aggregate
         normalize = KeyedReplay(ReplaySpec(spec.key, keep_noop=False)).apply
 
     def step(row: Row) -> list[Row]:
+        if not examples.full:
+            examples.add(row)
         kind, image = change_of(row)
         changes = normalize(kind, image) if normalize is not None else [(kind, image)]
         out = []
@@ -181,7 +191,7 @@ def _aggregate(spec: AggregateSpec, result: Result, where: Where) -> Steps:
                 out.append({kc: kind_out, **row_out})
         return out
 
-    return Steps(step)
+    return Steps(step, empty=lambda declared: empty_result(spec, None, examples))
 
 
 def transformed(reader: RowReader, steps: Steps, current: Session) -> Iterator[Row]:
@@ -199,6 +209,16 @@ def transformed(reader: RowReader, steps: Steps, current: Session) -> Iterator[R
                 continue
             yield from out
     yield from steps.finish()
+
+
+def _empty_of(steps: Steps, reader: RowReader) -> Callable[[], Empty | None] | None:
+    """The empty result of the run, asked once its inputs are read (their columns known)."""
+    make, columns = steps.empty, steps.columns
+    if make is not None:
+        return lambda: make(reader.columns)
+    if columns is not None:
+        return lambda: Empty(columns(reader.columns) if reader.columns is not None else [])
+    return None
 
 
 OUTPUT = "<output>"  # where a writer places a value it cannot hold: a row of the output
@@ -240,8 +260,7 @@ def run(job: Job, current: Session) -> Result:
     else:
         first = next(rows, None)  # the first row opens the input: Parquet output learns its types
         rows = chain(() if first is None else (first,), rows)
-        columns = steps.columns
-        empty = (lambda: columns(reader.columns) if reader.columns is not None else []) if columns else None
+        empty = _empty_of(steps, reader)
         try:
             result.counts.written = write_rows(job, current, rows, reader, empty)
         except InputError as err:  # a value the output cannot hold, found rows after it was read

@@ -211,13 +211,9 @@ class ParquetWriter:
     def _flush(self) -> None:
         import pyarrow as pa
 
-        from cdc.formats.parquet.threads import ThreadedParquetWriter
-
         rows = self._buffer
-        names = self._columns.names
         if self._schema is None:
-            self._schema = pa.schema([pa.field(n, self._infer(n, rows)) for n in names])
-            self._writer = ThreadedParquetWriter(self._stream, self._schema, dictionary="auto")
+            self._fix([pa.field(n, self._infer(n, rows)) for n in self._columns.names])
         arrays = []
         for field in self._schema:
             values = [r.get(field.name) for r in rows]
@@ -228,6 +224,24 @@ class ParquetWriter:
         self._writer.write_batch(pa.RecordBatch.from_arrays(arrays, schema=self._schema))
         self._written += len(rows)
         rows.clear()
+
+    def _fix(self, fields: list[Any]) -> None:
+        import pyarrow as pa
+
+        from cdc.formats.parquet.threads import ThreadedParquetWriter
+
+        self._schema = pa.schema(fields)
+        self._writer = ThreadedParquetWriter(self._stream, self._schema, dictionary="auto")
+
+    def _like(self, name: str, examples: list[Row]) -> Any:
+        """A column's type inferred from rows like the ones a run would have written; text
+        where they could not all be written (no row was: the file is valid all the same)."""
+        import pyarrow as pa
+
+        try:
+            return self._infer(name, examples)
+        except InputError:
+            return pa.string()
 
     def _infer(self, name: str, rows: list[Row]) -> Any:
         """The Parquet type of a column, from its values in the first rows: integers past 64
@@ -275,10 +289,16 @@ class ParquetWriter:
             "or give the column one type in the input",
         )
 
-    def close(self, empty_columns: Sequence[str] = ()) -> None:
-        """``empty_columns``: the columns of a result with no rows, when they are known."""
+    def close(self, empty_columns: Sequence[str] = (), examples: Sequence[Row] = ()) -> None:
+        """``empty_columns``: the columns of a result with no rows, when they are known;
+        ``examples``: rows like the ones it would have had, whose types its columns take."""
+        import pyarrow as pa
+
         if self._schema is None and not self._columns.names:
             self._columns = ColumnSet(empty_columns)  # no row came: a valid file all the same
+        if self._schema is None and not self._buffer and examples:
+            like = list(examples)
+            self._fix([pa.field(n, self._like(n, like)) for n in self._columns.names])
         if self._buffer or self._schema is None:
             self._flush()
         if self._writer is not None:
