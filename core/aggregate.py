@@ -235,6 +235,26 @@ class AggregateQuery:
             sql += " GROUP BY " + ", ".join(_ident(c) for c in self.group_by)
         return sql
 
+    def example_row(self, row: Row) -> Row:
+        """The result row this input row alone would give its group (+I): its values of the
+        types the aggregate writes — COUNT an integer, SUM/AVG the number a value reads as (None
+        where it reads as none), the others the value itself. An empty result's Parquet schema
+        takes its types from such rows, never written."""
+        out = {c: row.get(c) for c in self.group_by}
+        for call in self.aggs:
+            value = None if call.arg is None else row.get(call.arg)
+            if call.func == "COUNT":
+                out[call.name] = 1 if value is not None or call.arg is None else 0
+            elif call.func in _NUMERIC and value is not None:
+                try:
+                    number = _number(value, call.func, call.arg or "")
+                except InputError:
+                    number = None
+                out[call.name] = _avg(number, 1) if call.func == "AVG" and number is not None else number
+            else:
+                out[call.name] = value
+        return out
+
     def check_columns(self, present: Iterable[str]) -> None:
         """An InputError when the input lacks a column the job reads."""
         have = list(present)

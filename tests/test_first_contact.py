@@ -8,8 +8,20 @@ import os
 import stat
 import subprocess
 from pathlib import Path
+from typing import Any
 
-from helpers import REPO, SAMPLES, cdc_executable, invoke, parse_jsonl, read_parquet, run_cdc, write_jsonl
+from helpers import (
+    REPO,
+    SAMPLES,
+    cdc_executable,
+    invoke,
+    parse_jsonl,
+    read_parquet,
+    run_cdc,
+    write_csv,
+    write_jsonl,
+    write_parquet,
+)
 
 BIG = 18446744073709551617
 
@@ -45,6 +57,103 @@ def test_04_an_empty_result_is_a_valid_file(tmp_path: Path) -> None:
     assert read_parquet(tmp_path / "none.parquet") == []
     assert run_cdc([*args, "-o", tmp_path / "none.csv"]).returncode == 0
     assert (tmp_path / "none.csv").read_text() == "op,order_id,customer,amount,status\n"
+
+
+def _schema(path: Path) -> list[tuple[str, str]]:
+    import pyarrow.parquet as pq
+
+    return [(f.name, str(f.type)) for f in pq.read_schema(path)]
+
+
+def test_04_an_empty_table_or_aggregate_keeps_its_columns(tmp_path: Path) -> None:
+    src = write_jsonl(tmp_path / "g.jsonl", [{"op": "+I", "id": 1, "v": "a"}, {"op": "-D", "id": 1, "v": "a"}])
+    out = tmp_path / "g.parquet"
+    assert run_cdc(["materialize", src, "--key", "id", "-o", out]).returncode == 0
+    assert read_parquet(out) == [] and _schema(out) == [("id", "int64"), ("v", "string")]
+    assert run_cdc(["materialize", src, "--key", "id", "-f", "csv"]).stdout == b"id,v\n"
+    args = ["aggregate", src, "--where", "id > 5", "-g", "v", "-a", "c=COUNT(*)"]
+    assert run_cdc([*args, "-o", out]).returncode == 0
+    assert read_parquet(out) == [] and _schema(out) == [("op", "string"), ("v", "string"), ("c", "int64")]
+    assert run_cdc([*args, "-f", "csv"]).stdout == b"op,v,c\n"
+
+
+def _on_every_path(spec: Any, src: Path, out: Path) -> dict[str, Any]:
+    """What each path that takes the job writes: the Parquet schema, or the CSV text."""
+    from cdc.formats.engine.inputs import resolve
+    from cdc.formats.engine.job import Job
+    from cdc.formats.engine.plan import PATHS
+    from cdc.formats.engine.run import run_job
+
+    job = Job(spec, (str(src),), output=str(out))
+    written = {}
+    for name, make in PATHS.items():
+        if make().accepts(resolve(job)):
+            assert run_job(job, path=name).counts.written == 0, name
+            written[name] = _schema(out) if out.suffix == ".parquet" else out.read_text()
+    return written
+
+
+def test_04_an_empty_result_has_the_columns_and_types_of_a_full_one_on_every_path(tmp_path: Path) -> None:
+    from cdc.core.aggregate import AggregateQuery
+    from cdc.core.specs import AggregateSpec, MaterializeSpec
+    from cdc.formats.engine.native import kernel
+
+    row = {"id": 1, "v": "a", "f": 1.5, "ok": True, "t": 3, "n": None}
+    changes = [{"op": "+I", **row}, {"op": "-D", **row}]
+    inputs = {
+        "jsonl": write_jsonl(tmp_path / "in.jsonl", changes),
+        "csv": tmp_path / "in.csv",
+        "parquet": tmp_path / "in.parquet",
+    }
+    write_csv(inputs["csv"], changes)
+    write_parquet(inputs["parquet"], changes)
+    live = write_jsonl(tmp_path / "live.jsonl", changes[:1])  # the run with a row: its types
+    assert run_cdc(["materialize", live, "--key", "id", "-o", tmp_path / "live.parquet"]).returncode == 0
+    table = _schema(tmp_path / "live.parquet")
+    assert table == [("id", "int64"), ("v", "string"), ("f", "double"), ("ok", "bool"), ("t", "int64"), ("n", "string")]
+    count = AggregateQuery.parse(["v"], ["c=COUNT(*)", "s=SUM(f)", "m=MAX(t)"], where="id > 5")
+    aggregate = [("op", "string"), ("v", "string"), ("c", "int64"), ("s", "double"), ("m", "int64")]
+    specs = {
+        "keyed": MaterializeSpec(key=("id",)),
+        "multiset": MaterializeSpec(),
+        "dedup": MaterializeSpec(key=("id",), dedup=True),
+        "as-of": MaterializeSpec(key=("id",), as_of=0, time_column="t"),  # before every change
+        "aggregate": AggregateSpec(count),
+    }
+    expected = {"jsonl": table, "parquet": _schema(inputs["parquet"])[1:]}
+    taken: set[tuple[str, str, tuple[str, ...]]] = set()
+    for fmt, src in inputs.items():
+        for name, spec in specs.items():
+            for out in (tmp_path / "out.parquet", tmp_path / "out.csv"):
+                written = _on_every_path(spec, src, out)
+                assert "rows" in written and len(set(map(str, written.values()))) == 1, (fmt, name, written)
+                got = written["rows"]
+                if name == "aggregate":
+                    if out.suffix == ".csv":
+                        assert got == "op,v,c,s,m\n", (fmt, got)
+                    elif fmt != "csv":  # CSV values are text: SUM reads 1.5 as a decimal, MAX keeps '3'
+                        assert got == aggregate, (fmt, got)
+                elif out.suffix == ".csv":
+                    assert got == "id,v,f,ok,t,n\n", (fmt, name, got)
+                else:
+                    assert got == expected.get(fmt, [(c, "string") for c in row]), (fmt, name, got)
+                taken.add((fmt, name, tuple(written)))
+    takers = {(fmt, name): paths for fmt, name, paths in taken}
+    for name in ("keyed", "multiset", "dedup"):  # the other paths took them too
+        kernel_path = "keyed-kernel" if name == "keyed" else "state-kernel"
+        assert set(takers["jsonl", name]) == {"rows", kernel_path} or not kernel.available()
+        assert set(takers["csv", name]) == set(takers["parquet", name]) == {"rows", "arrow-state"}
+    assert set(takers["csv", "as-of"]) == {"rows", "arrow-state"}
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    nothing = tmp_path / "none.parquet"  # no change at all: an aggregate without --where on arrow-state
+    pq.write_table(pa.table({"op": pa.array([], pa.string()), "v": pa.array([], pa.string())}), nothing)
+    written = _on_every_path(
+        AggregateSpec(AggregateQuery.parse(["v"], ["c=COUNT(*)"])), nothing, tmp_path / "o.parquet"
+    )
+    assert set(written) == {"rows", "arrow-state"}
+    assert list(written.values()) == [[("op", "string"), ("v", "string"), ("c", "int64")]] * 2
 
 
 def test_05_outputs_follow_the_umask_keep_modes_and_symlinks(tmp_path: Path) -> None:
@@ -112,8 +221,38 @@ def test_11_parquet_output_holds_big_integers_and_names_a_misfit(tmp_path: Path)
     mixed = write_jsonl(tmp_path / "mixed.jsonl", [{"op": "+I", "id": 1}, {"op": "+I", "id": "x"}])
     result = run_cdc(["to-changelog", mixed, "-o", tmp_path / "mixed.parquet"])
     assert result.returncode == 3
-    assert b"<output>: row 2: column 'id' mixes integer and text 'x'" in result.stderr
+    assert f"{mixed}:2: column 'id' mixes integer and text 'x'".encode() in result.stderr
     assert b"-f jsonl" in result.stderr and not (tmp_path / "mixed.parquet").exists()
+
+
+def test_11_a_misfit_is_named_at_its_input_line_on_every_path(tmp_path: Path) -> None:
+    # the writer finds it rows after the record went by: the line is the input's, not the output row
+    rows = [{"op": "+I", "id": 1}, {"op": "-U", "id": 1}, {"op": "+U", "id": "x"}]
+    mixed = write_jsonl(tmp_path / "mixed.jsonl", rows)
+    for path in ("", "rows", "lines-arrow"):
+        args = ["to-changelog", mixed, "--drop", "UPDATE_BEFORE", "-o", tmp_path / "mixed.parquet"]
+        result = run_cdc(args, env={"CDC_PATH": path})
+        assert result.returncode == 3, path
+        assert f"{mixed}:3: column 'id' mixes integer and text 'x'".encode() in result.stderr, (path, result.stderr)
+    piped = run_cdc(["to-changelog", "--drop", "UPDATE_BEFORE", "-f", "parquet"], stdin=mixed.read_bytes())
+    assert b"<output>: row 2: column 'id' mixes" in piped.stderr  # stdin is not read twice: the output's row
+
+
+def test_11_no_parquet_type_holds_an_integer_past_76_digits(tmp_path: Path) -> None:
+    huge = int("9" * 80)
+    src = tmp_path / "huge.jsonl"
+    src.write_text(f'{{"op":"+I","id":1}}\n{{"op":"+I","id":{huge}}}\n')
+    for path in ("", "rows", "lines-arrow"):
+        result = run_cdc(["to-changelog", src, "-o", tmp_path / "h.parquet"], env={"CDC_PATH": path})
+        assert result.returncode == 3, path
+        error = result.stderr.decode()
+        assert f"{src}:2: column 'id' holds integer {huge} (80 digits)" in error, (path, error)
+        assert "no Parquet type holds an integer of more than 76 digits" in error
+        assert "hint: write JSON lines (-f jsonl), which keep it exactly" in error and "(fixed by" not in error
+    wide = int("9" * 50)  # past decimal128 but within decimal256: it fits
+    src.write_text(f'{{"op":"+I","id":1}}\n{{"op":"+I","id":{wide}}}\n')
+    assert run_cdc(["to-changelog", src, "-o", tmp_path / "h.parquet"]).returncode == 0
+    assert [int(r["id"]) for r in read_parquet(tmp_path / "h.parquet")] == [1, wide]
 
 
 class _Consumed:
@@ -257,3 +396,19 @@ def test_20_the_small_things(tmp_path: Path) -> None:
         )
     assert stuck.returncode == 3 and b"output stopped there" in stuck.stderr
     assert invoke(["materialize", "-f", "print"], stdin="").exit_code == 0
+
+
+def test_11_a_wide_integer_past_the_rows_that_fixed_the_type_is_named() -> None:
+    import io
+
+    import pytest
+
+    from cdc.core.errors import InputError
+    from cdc.formats.parquet.io import ParquetWriter
+
+    huge = int("9" * 80)
+    writer = ParquetWriter(io.BytesIO(), batch_rows=2)  # rows 1-2 fix id as int64
+    with pytest.raises(InputError) as caught:
+        writer.write_rows([{"id": 1}, {"id": 2}, {"id": 3}, {"id": huge}])
+        writer.close()
+    assert str(caught.value).startswith(f"<output>: row 4: column 'id' holds integer {huge} (80 digits)")

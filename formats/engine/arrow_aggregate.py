@@ -37,6 +37,7 @@ from cdc.formats.engine.arrow_rules import (
     has_nan,
     same_as_previous,
 )
+from cdc.formats.engine.empty import Empty, empty_result
 from cdc.formats.engine.job import Job, Result
 
 PLAIN_ROWS = 65_536  # the row path's Parquet writer fixes a column's type from its first rows
@@ -262,6 +263,9 @@ class Aggregate(ChangeRules):
 
     def hand_over(self, steps_for: Callable[..., Any], where: Any) -> Any:
         return steps_for(self.spec, self.result, where)
+
+    def empty(self, info: Any) -> Callable[[], Empty | None]:
+        return lambda: empty_result(self.spec, None, info.examples)
 
     def finish(self, sink: Any) -> None:
         counts = getattr(self, "counts", None) or AggregateCounts(emit=self.query.emit)

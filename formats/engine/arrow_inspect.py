@@ -118,5 +118,5 @@ class Inspect:
         profile.distinct_keys = KeyCount(len(self.keys) if self.keys is not None else 0)  # type: ignore[assignment]
         self.result.detail = profile
 
-    def empty_columns(self, info: Any) -> None:
+    def empty(self, info: Any) -> None:
         return None

@@ -407,7 +407,10 @@ def _run(job: Job, current: Session, result: Result) -> Result:
         blocks.close()
     finally:
         blocks.shutdown()
-    writer.close([])  # a result without rows: JSON lines declare no columns
+    try:
+        writer.close([])  # a result without rows: JSON lines declare no columns
+    except CdcError as err:  # the last rows refused: the row path says where
+        raise WriterFailed(err) from None
     result.counts.written = sum(result.counts.by_kind.values())
     result_skips(current, result)
     return result

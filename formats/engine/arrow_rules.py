@@ -21,6 +21,7 @@ from cdc.core.kinds import KIND_BY_TEXT
 from cdc.core.specs import CHANGELOG, AggregateSpec, EncodeSpec, InspectSpec, MaterializeSpec, ReplaySpec
 from cdc.core.state import Findings, KeyedState, MultisetState
 from cdc.formats.engine import arrow_compute as pc
+from cdc.formats.engine.empty import Empty, empty_result
 from cdc.formats.engine.job import Result
 
 SPELLINGS = list(KIND_BY_TEXT)  # +I -U +U -D, then the long names in the same order
@@ -384,7 +385,8 @@ class ChangeRules:
             return None
         return pc.take(state, pc.call("sort_indices", state.column(STATE_SEQ)))
 
-    def empty_columns(self, info: Any) -> Callable[[], list[str]] | None:
+    def empty(self, info: Any) -> Callable[[], Empty | None] | None:
+        """The empty result, asked for when the run wrote no row (None: no columns shown)."""
         return None
 
 
@@ -485,9 +487,9 @@ class Materialize(ChangeRules):
         for start in range(0, len(rows), OUTPUT_SLICE):
             sink.table(pc.take(table, rows.slice(start, OUTPUT_SLICE)))
 
-    def empty_columns(self, info: Any) -> Callable[[], list[str]]:
+    def empty(self, info: Any) -> Callable[[], Empty | None]:
         names = info.columns if info.columns is not None else self.schema.names
-        return lambda: [n for n in names if n != self.kc and n not in self.metadata]
+        return lambda: empty_result(self.spec, names, info.examples, self.metadata)
 
 
 # -- materialize --key ------------------------------------------------------------------------

@@ -27,6 +27,7 @@ from typing import Any
 
 from cdc.core.errors import CdcError, InputError, Location
 from cdc.core.model import Row
+from cdc.formats.engine.empty import Empty, Examples, examples_for
 from cdc.formats.engine.job import Job, Result
 from cdc.formats.engine.session import Session, result_skips
 from cdc.formats.parquet.io import VECTOR_BATCH_ROWS
@@ -91,6 +92,7 @@ class ReaderInfo:
     def __init__(self) -> None:
         self.arrow_schema: Any = None
         self.columns: list[str] | None = None
+        self.examples: Examples | None = None  # the first changes, for an empty result
 
 
 class Sink:
@@ -168,12 +170,12 @@ class Sink:
             self._rows = make_writer(self.job, self.current, self.info)  # type: ignore[arg-type]
         return self._rows
 
-    def close(self, empty_columns: Callable[[], list[str]] | None) -> int:
+    def close(self, empty: Callable[[], Empty | None] | None) -> int:
         """Finish the file; with nothing written, the row path writes its empty output."""
         if self.written == 0 and self._rows is None:
             from cdc.formats.engine.tables import write_rows
 
-            return write_rows(self.job, self.current, iter(()), self.info, empty_columns)  # type: ignore[arg-type]
+            return write_rows(self.job, self.current, iter(()), self.info, empty)  # type: ignore[arg-type]
         if self._batches is not None:
             self._batches.close()
         if self._rows is not None:
@@ -246,6 +248,7 @@ def run(job: Job, current: Session) -> Result:
     assert rules is not None and schema is not None
     state = rules(job.spec, schema, result)
     info = ReaderInfo()
+    examples = info.examples = examples_for(job.spec, job.out_format)
     sink = Sink(job, current, info)
     exact: Exact | None = None
     whole = getattr(state, "whole", False)  # the input as one chunk (a hand-over starts at the first change)
@@ -300,6 +303,8 @@ def run(job: Job, current: Session) -> Result:
                     flush()
                     raise
                 info.arrow_schema, info.columns = reader.arrow_schema, reader.columns
+                if examples is not None and not examples.full:
+                    examples.add_batch(batch)
                 if exact is not None:
                     exact.batch(batch, where, fmt)
                     continue
@@ -326,6 +331,6 @@ def run(job: Job, current: Session) -> Result:
     else:
         state.finish(sink)
     if getattr(state, "writes", True):
-        result.counts.written = sink.close(state.empty_columns(info))
+        result.counts.written = sink.close(state.empty(info))
     result_skips(current, result)
     return result

@@ -13,8 +13,8 @@ from itertools import chain
 from typing import Any
 
 from cdc.core.convert import FromChangelogRow, ToChangelogRow, split_change
-from cdc.core.errors import InputError
-from cdc.core.model import Row
+from cdc.core.errors import CdcError, InputError, Location
+from cdc.core.model import OnError, Row
 from cdc.core.profile import Profile
 from cdc.core.replay import KeyedReplay, ReplayCounts, Replayer
 from cdc.core.specs import (
@@ -31,10 +31,12 @@ from cdc.core.specs import (
 from cdc.core.state import Where
 from cdc.core.stats import Counts
 from cdc.formats.base import RowReader
+from cdc.formats.engine.empty import Empty, Examples, empty_result, examples_for
 from cdc.formats.engine.inputs import open_rows
 from cdc.formats.engine.job import Job, Result
 from cdc.formats.engine.session import Session, result_skips
 from cdc.formats.engine.tables import metadata_of, new_table_state, table_rows, write_rows
+from cdc.formats.streams import STDIO
 
 
 @dataclass
@@ -43,6 +45,8 @@ class Steps:
     finish: Callable[[], Iterable[Row]] = tuple
     # The output columns of input columns (for an empty result's header and schema), where known.
     columns: Callable[[Sequence[str]], list[str]] | None = None
+    # Or the whole empty result (columns and types) of the input's columns (None: JSON lines).
+    empty: Callable[[Sequence[str] | None], Empty | None] | None = None
 
 
 def accepts(job: Job) -> bool:
@@ -113,16 +117,19 @@ def _paired(spec: FromChangelogSpec, from_row: FromChangelogRow, counts: Counts)
 def _materialize(spec: MaterializeSpec, result: Result, where: Where) -> Steps:
     state = result.detail = new_table_state(spec)
     apply, kind_column = state.apply, spec.kind_column
+    examples = Examples(kind_column)
 
     def step(row: Row) -> tuple[()]:
+        if not examples.full:
+            examples.add(row)
         kind, image = split_change(row, kind_column)
         apply(kind, image, where)
         return ()
 
-    def columns(names: Sequence[str]) -> list[str]:
-        return [n for n in names if n != kind_column and n not in state.metadata]
+    def empty(declared: Sequence[str] | None) -> Empty | None:
+        return empty_result(spec, declared, examples, state.metadata)
 
-    return Steps(step, lambda: table_rows(state, spec), columns)
+    return Steps(step, lambda: table_rows(state, spec), empty=empty)
 
 
 def _inspect(spec: InspectSpec, result: Result, where: Where) -> Steps:
@@ -166,11 +173,15 @@ def _aggregate(spec: AggregateSpec, result: Result, where: Where) -> Steps:
     apply, kc = group.apply, spec.kind_column
     change_of = change_reader(spec.input_mode, kc, spec.delete_when)
     by_kind = result.counts.by_kind
+    examples = examples_for(spec)
+    assert examples is not None
     normalize = None
     if spec.input_mode == "upsert":  # Flink's ChangelogNormalize before the aggregate
         normalize = KeyedReplay(ReplaySpec(spec.key, keep_noop=False)).apply
 
     def step(row: Row) -> list[Row]:
+        if not examples.full:
+            examples.add(row)
         kind, image = change_of(row)
         changes = normalize(kind, image) if normalize is not None else [(kind, image)]
         out = []
@@ -180,7 +191,7 @@ def _aggregate(spec: AggregateSpec, result: Result, where: Where) -> Steps:
                 out.append({kc: kind_out, **row_out})
         return out
 
-    return Steps(step)
+    return Steps(step, empty=lambda declared: empty_result(spec, None, examples))
 
 
 def transformed(reader: RowReader, steps: Steps, current: Session) -> Iterator[Row]:
@@ -200,6 +211,43 @@ def transformed(reader: RowReader, steps: Steps, current: Session) -> Iterator[R
     yield from steps.finish()
 
 
+def _empty_of(steps: Steps, reader: RowReader) -> Callable[[], Empty | None] | None:
+    """The empty result of the run, asked once its inputs are read (their columns known)."""
+    make, columns = steps.empty, steps.columns
+    if make is not None:
+        return lambda: make(reader.columns)
+    if columns is not None:
+        return lambda: Empty(columns(reader.columns) if reader.columns is not None else [])
+    return None
+
+
+OUTPUT = "<output>"  # where a writer places a value it cannot hold: a row of the output
+
+
+def input_of_output_row(job: Job, number: int) -> Location | None:
+    """Where the input record that made output row ``number`` is: the job's inputs read again up
+    to that row (a writer finds a value it cannot hold rows after its record went by). None when
+    the inputs cannot be read twice (stdin, a caller's rows) or the row came at the end (a table)."""
+    if job.rows is not None or STDIO in job.inputs:
+        return None
+    again = Session(job.with_(on_error=OnError.skip, rejects=None), None)  # bad records went by the first time
+    result = Result()
+    reader = open_rows(job, again.reject, None, result.counts)
+    again.where = reader.location
+    made = 0
+    try:
+        for _ in transformed(reader, steps_for(job.spec, result, reader.location), again):
+            made += 1
+            if made == number:
+                where = reader.location()
+                return where if where.source != reader.source else None  # "<inputs>": read to the end
+    except CdcError:
+        return None
+    finally:
+        reader.close()
+    return None
+
+
 def run(job: Job, current: Session) -> Result:
     result = Result(path="rows")
     reader = open_rows(job, current.reject, current.on_bytes, result.counts)
@@ -212,9 +260,13 @@ def run(job: Job, current: Session) -> Result:
     else:
         first = next(rows, None)  # the first row opens the input: Parquet output learns its types
         rows = chain(() if first is None else (first,), rows)
-        columns = steps.columns
-        empty = (lambda: columns(reader.columns) if reader.columns is not None else []) if columns else None
-        result.counts.written = write_rows(job, current, rows, reader, empty)
+        empty = _empty_of(steps, reader)
+        try:
+            result.counts.written = write_rows(job, current, rows, reader, empty)
+        except InputError as err:  # a value the output cannot hold, found rows after it was read
+            if err.where is not None and err.where.source == OUTPUT and err.where.row is not None:
+                err.where = input_of_output_row(job, err.where.row) or err.where
+            raise
     result.read = reader.records
     result_skips(current, result)
     return result

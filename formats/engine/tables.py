@@ -14,6 +14,7 @@ from cdc.core.state import Findings, TableState, new_state
 from cdc.core.timeorder import sort_key
 from cdc.core.versioned import VersionedState
 from cdc.formats.base import RowReader, RowWriter
+from cdc.formats.engine.empty import SHAPED, Empty
 from cdc.formats.engine.job import Job
 from cdc.formats.engine.session import Session
 from cdc.formats.registry import open_writer
@@ -72,10 +73,10 @@ def write_rows(
     current: Session,
     rows: Iterable[Row],
     reader: RowReader | None = None,
-    empty_columns: Callable[[], list[str]] | None = None,
+    empty: Callable[[], Empty | None] | None = None,
 ) -> int:
     """Write rows to the job's output; returns how many. A result with no rows still makes a
-    valid file: with its header or schema when ``--columns`` or ``empty_columns`` knows them."""
+    valid file: with its header or schema when ``--columns`` or ``empty`` knows them."""
     count = 0
 
     def counted(rows: Iterable[Row]) -> Iterator[Row]:
@@ -86,10 +87,13 @@ def write_rows(
 
     writer = make_writer(job, current, reader)
     writer.write_rows(counted(selected(rows, job.columns) if job.columns else rows))
-    if count == 0 and empty_columns is not None and job.out_format in ("csv", "tsv", "parquet"):
-        writer.close(empty_columns())  # type: ignore[call-arg]
-    else:
+    shape = empty() if count == 0 and empty is not None and job.out_format in SHAPED else None
+    if shape is None:
         writer.close()
+    elif job.out_format == "parquet":
+        writer.close(shape.columns, shape.examples)  # type: ignore[call-arg]
+    else:
+        writer.close(shape.columns)  # type: ignore[call-arg]
     return count
 
 

@@ -211,13 +211,9 @@ class ParquetWriter:
     def _flush(self) -> None:
         import pyarrow as pa
 
-        from cdc.formats.parquet.threads import ThreadedParquetWriter
-
         rows = self._buffer
-        names = self._columns.names
         if self._schema is None:
-            self._schema = pa.schema([pa.field(n, self._infer(n, rows)) for n in names])
-            self._writer = ThreadedParquetWriter(self._stream, self._schema, dictionary="auto")
+            self._fix([pa.field(n, self._infer(n, rows)) for n in self._columns.names])
         arrays = []
         for field in self._schema:
             values = [r.get(field.name) for r in rows]
@@ -228,6 +224,24 @@ class ParquetWriter:
         self._writer.write_batch(pa.RecordBatch.from_arrays(arrays, schema=self._schema))
         self._written += len(rows)
         rows.clear()
+
+    def _fix(self, fields: list[Any]) -> None:
+        import pyarrow as pa
+
+        from cdc.formats.parquet.threads import ThreadedParquetWriter
+
+        self._schema = pa.schema(fields)
+        self._writer = ThreadedParquetWriter(self._stream, self._schema, dictionary="auto")
+
+    def _like(self, name: str, examples: list[Row]) -> Any:
+        """A column's type inferred from rows like the ones a run would have written; text
+        where they could not all be written (no row was: the file is valid all the same)."""
+        import pyarrow as pa
+
+        try:
+            return self._infer(name, examples)
+        except InputError:
+            return pa.string()
 
     def _infer(self, name: str, rows: list[Row]) -> Any:
         """The Parquet type of a column, from its values in the first rows: integers past 64
@@ -240,8 +254,10 @@ class ParquetWriter:
         kinds = {_kind(v) for v in values if v is not None}
         if kinds == {"integer"}:
             widest = max(len(str(abs(v))) for v in values if v is not None)
+            if widest > MAX_DIGITS:
+                raise self._misfit(name, None, values)
             if widest > 18:
-                return pa.decimal128(38, 0) if widest <= 38 else pa.decimal256(76, 0)
+                return pa.decimal128(38, 0) if widest <= 38 else pa.decimal256(MAX_DIGITS, 0)
         try:
             inferred = pa.array(values).type
         except (pa.ArrowException, TypeError, ValueError, OverflowError):
@@ -251,28 +267,76 @@ class ParquetWriter:
     def _misfit(self, name: str, fixed: Any, values: list[Any]) -> InputError:
         """A value the column's Parquet type cannot hold: which row of the output, and why."""
         first = next((v for v in values if v is not None), None)
-        at = next((i for i, v in enumerate(values) if v is not None and _kind(v) != _kind(first)), 0)
-        what = f"{_kind(values[at])} {_clip(values[at])}" if values else "a value"
+        at = _misfit_at(values, fixed, first)
+        value = values[at] if values else None
+        where = Location("<output>", row=self._written + at + 1)
+        if _too_wide(value):
+            return InputError(
+                f"column {name!r} holds integer {_digits(value)}: no Parquet type holds an integer of more "
+                f"than {MAX_DIGITS} digits",
+                where=where,
+                hint="write JSON lines (-f jsonl), which keep it exactly",
+            )
+        what = f"{_kind(value)} {_clip(value)}" if values else "a value"
         if fixed is None:
             message = f"column {name!r} mixes {_kind(first)} and {what}: one Parquet column holds one type"
         else:
             message = f"column {name!r} is {fixed} (fixed by the first rows) and cannot hold {what}"
         return InputError(
             message,
-            where=Location("<output>", row=self._written + at + 1),
+            where=where,
             hint="write JSON lines (-f jsonl) or CSV, whose values are not typed per column; "
             "or give the column one type in the input",
         )
 
-    def close(self, empty_columns: Sequence[str] = ()) -> None:
-        """``empty_columns``: the columns of a result with no rows, when they are known."""
+    def close(self, empty_columns: Sequence[str] = (), examples: Sequence[Row] = ()) -> None:
+        """``empty_columns``: the columns of a result with no rows, when they are known;
+        ``examples``: rows like the ones it would have had, whose types its columns take."""
+        import pyarrow as pa
+
         if self._schema is None and not self._columns.names:
             self._columns = ColumnSet(empty_columns)  # no row came: a valid file all the same
+        if self._schema is None and not self._buffer and examples:
+            like = list(examples)
+            self._fix([pa.field(n, self._like(n, like)) for n in self._columns.names])
         if self._buffer or self._schema is None:
             self._flush()
         if self._writer is not None:
             self._writer.close()
         self._stream.flush()
+
+
+MAX_DIGITS = 76  # decimal256's precision: the widest integer a Parquet column holds
+
+
+def _too_wide(value: Any) -> bool:
+    return type(value) is int and len(str(abs(value))) > MAX_DIGITS
+
+
+def _misfit_at(values: list[Any], fixed: Any, first: Any) -> int:
+    """The index of the first value that does not fit: an integer too wide for any Parquet
+    type, one of another kind than the first value, or (a type fixed) one the type refuses."""
+    import pyarrow as pa
+
+    for i, value in enumerate(values):
+        if value is None:
+            continue
+        if _too_wide(value) or _kind(value) != _kind(first):
+            return i
+        if fixed is not None:
+            try:
+                _array([value], fixed)
+            except (pa.ArrowException, TypeError, ValueError, OverflowError):
+                return i
+    return 0
+
+
+def _digits(value: Any) -> str:
+    """A wide integer in words: in full up to 100 digits, else its ends and its length."""
+    text = str(value)
+    digits = len(text.lstrip("-"))
+    shown = text if len(text) <= 100 else f"{text[:20]}…{text[-10:]}"
+    return f"{shown} ({digits} digits)"
 
 
 def _kind(value: Any) -> str:

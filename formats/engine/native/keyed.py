@@ -28,6 +28,7 @@ from cdc.core.kinds import KIND_BY_TEXT
 from cdc.core.model import Reject
 from cdc.core.specs import MaterializeSpec
 from cdc.core.state import KeyedState
+from cdc.formats.engine.empty import empty_result, examples_for
 from cdc.formats.engine.job import Job, Result
 from cdc.formats.engine.native.kernel import KINDS, _kernel, available
 from cdc.formats.engine.session import Session, result_skips
@@ -58,10 +59,13 @@ def run(job: Job, current: Session) -> Result:
     assert isinstance(state, KeyedState)
     as_texts = job.writes_bytes and job.out_format == "jsonl" and not (job.columns or spec.sort)
     lines = KeyedLines(state, spec.kind_column, keep_texts=as_texts)
+    examples = examples_for(spec, job.out_format)  # for an empty table's columns and types
     for path in job.inputs:
         stream = decompressed(open_input(path, current.on_bytes), display_name(path))
         try:
             for chunk, first in read_chunks(stream):
+                if examples is not None and not examples.full:
+                    examples.add_lines(chunk)
                 lines.feed(chunk, display_name(path), first, current.reject)
         finally:
             if path != STDIO:
@@ -73,7 +77,8 @@ def run(job: Job, current: Session) -> Result:
     if texts is not None:
         result.counts.written = write_texts(job, current, texts)
     else:
-        result.counts.written = write_rows(job, current, table_rows(state, spec))
+        empty = partial(empty_result, spec, None, examples, state.metadata)
+        result.counts.written = write_rows(job, current, table_rows(state, spec), empty=empty)
     result_skips(current, result)
     return result
 

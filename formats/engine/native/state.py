@@ -22,6 +22,7 @@ from __future__ import annotations
 import struct
 import threading
 from collections.abc import Callable, Iterable
+from functools import partial
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 import orjson
@@ -36,6 +37,7 @@ from cdc.core.rowstore import row_identity
 from cdc.core.specs import AggregateSpec, EncodeSpec, InspectSpec, MaterializeSpec, ReplaySpec
 from cdc.core.state import KeyedState, MultisetState, TableState
 from cdc.core.timeorder import TimePoint, as_number, sort_key
+from cdc.formats.engine.empty import Examples, empty_result, examples_for
 from cdc.formats.engine.job import Job, Result
 from cdc.formats.engine.native.kernel import KINDS, _kernel, available
 from cdc.formats.engine.session import Session, result_skips
@@ -124,10 +126,13 @@ def run(job: Job, current: Session) -> Result:
     keep_heap_memory()  # chunks and their records are megabytes each: kept on the heap, not mapped anew
     lines = StateLines(engine)
     current.where = lines.location
+    examples = engine.examples = examples_for(spec, job.out_format)  # for an empty result
     for path in job.inputs:
         stream = decompressed(open_input(path, current.on_bytes), display_name(path))
         try:
             for chunk, first in read_chunks(stream, CHUNK):
+                if examples is not None and not examples.full:
+                    examples.add_lines(chunk)
                 lines.feed(chunk, display_name(path), first, current.reject)
         finally:
             if path != STDIO:
@@ -168,6 +173,7 @@ class Engine:
     parse_args: tuple[Any, ...]
     kernel: Any  # the _kernel.State; None once handed over
     watch: tuple[bytes, ...] = ()  # names that hand a chunk naming one over (unknown commit columns)
+    examples: Examples | None = None  # the first changes, for an empty result's columns and types
 
     def apply(self, packed: bytes, at: Chunk) -> int | None:
         """Apply the records; None, or the byte offset in them of the record the kernel stopped
@@ -503,7 +509,8 @@ class MaterializeEngine(TableEngine):
         if self.texts is not None:
             result.counts.written = write_texts(job, current, self.texts)
         else:
-            result.counts.written = write_rows(job, current, table_rows(self.table, self.spec))
+            empty = partial(empty_result, self.spec, None, self.examples, self.table.metadata)
+            result.counts.written = write_rows(job, current, table_rows(self.table, self.spec), empty=empty)
 
 
 class _Sized(set[Any]):

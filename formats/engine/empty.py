@@ -1,0 +1,116 @@
+"""A result without rows is still a valid file: a CSV header, a Parquet schema.
+
+Its columns are the ones the run would have written: a table's, the input's data columns (a CSV
+header or a Parquet schema declares them; JSON lines, the first changes); an aggregate's, the kind
+column, the group-by columns and the aggregates. Its Parquet types are the ones the writer would
+have given them: inferred, as from the rows of a run, from rows made of the first changes
+(``Examples``), which are never written; or taken from a Parquet input's schema.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from cdc.core.kinds import KIND_BY_TEXT
+from cdc.core.model import Row
+from cdc.core.specs import AggregateSpec, MaterializeSpec
+
+EXAMPLE_ROWS = 1000  # the first changes an empty result's types are inferred from
+
+SHAPED = ("csv", "tsv", "parquet")  # the output formats that show columns without rows
+
+
+@dataclass
+class Empty:
+    """What a result without rows shows: its columns, and rows like the ones the run would have
+    written (for their types; never written)."""
+
+    columns: list[str]
+    examples: list[Row] = field(default_factory=list)
+
+
+class Examples:
+    """The first changes of a job's inputs, whichever path reads them: JSON objects (or table
+    rows) with a kind the kind column spells (any row, for plain rows without one), the kind
+    column left out."""
+
+    def __init__(self, kind_column: str | None, limit: int = EXAMPLE_ROWS):
+        self.kind_column = kind_column
+        self.limit = limit
+        self.rows: list[Row] = []
+        self.full = limit <= 0
+
+    def add(self, row: Any) -> None:
+        if self.full or type(row) is not dict:
+            return
+        kc = self.kind_column
+        if kc is not None:
+            kind = row.get(kc)
+            if type(kind) is not str or kind not in KIND_BY_TEXT:
+                return
+        self.rows.append({k: v for k, v in row.items() if k != kc})
+        self.full = len(self.rows) >= self.limit
+
+    def add_lines(self, chunk: bytes) -> None:
+        """The changes among JSON lines (blank and bad lines are none)."""
+        if self.full:
+            return
+        from cdc.formats.jsonl import loads_for
+
+        loads = loads_for(chunk)
+        position, size = 0, len(chunk)
+        while position < size and not self.full:
+            end = chunk.find(b"\n", position)
+            end = size if end < 0 else end
+            line = chunk[position:end]
+            position = end + 1
+            if not line.strip():
+                continue
+            try:
+                row = loads(line)
+            except ValueError:  # orjson's JSONDecodeError too
+                continue
+            self.add(row)
+
+    def add_batch(self, batch: Any) -> None:
+        """The changes among an Arrow batch's rows."""
+        start = 0
+        while not self.full and start < len(batch):
+            take = self.limit - len(self.rows)
+            for row in batch.slice(start, take).to_pylist():
+                self.add(row)
+            start += take
+
+    def columns(self) -> list[str]:
+        """Their columns, in the order they first appear."""
+        return list(dict.fromkeys(name for row in self.rows for name in row))
+
+
+def examples_for(spec: Any, out_format: str | None = None) -> Examples | None:
+    """What a job keeps of its first changes for an empty result in ``out_format`` (None: it
+    needs nothing)."""
+    if out_format is not None and out_format not in SHAPED:
+        return None
+    if isinstance(spec, MaterializeSpec):
+        return Examples(spec.kind_column)
+    if isinstance(spec, AggregateSpec):
+        return Examples(spec.kind_column if spec.input_mode == "changelog" else None)
+    return None
+
+
+def empty_result(
+    spec: Any, declared: Sequence[str] | None, examples: Examples | None, metadata: frozenset[str] = frozenset()
+) -> Empty | None:
+    """The empty result of a job: ``declared``, the columns the input declares (None: JSON
+    lines); ``metadata``, the commit columns a table leaves out."""
+    rows = examples.rows if examples is not None else []
+    if isinstance(spec, MaterializeSpec):
+        names = declared if declared is not None else examples.columns() if examples is not None else []
+        return Empty([n for n in names if n != spec.kind_column and n not in metadata], rows)
+    if isinstance(spec, AggregateSpec):
+        kc, query = spec.kind_column, spec.query
+        made = [{kc: "+I", **query.example_row(row)} for row in rows or [{}]]  # COUNT is an integer all the same
+        return Empty([kc, *query.columns], made)
+    return None
