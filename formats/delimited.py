@@ -18,7 +18,7 @@ from typing import Any, BinaryIO
 import orjson
 
 from cdc.core.errors import InputError, Location
-from cdc.core.model import Reject, Row, fail_on_bad
+from cdc.core.model import Reject, Row
 from cdc.formats.base import RowReader
 from cdc.formats.jsonl import encode_default, number_text
 from cdc.formats.schema import ColumnSet
@@ -29,11 +29,16 @@ BATCH_BYTES = 1 << 20
 class _QuoteCounter(io.RawIOBase):
     """Counts '"' bytes as pyarrow reads: a well-formed CSV has an even number of them (quotes
     inside quoted fields are doubled), so an odd count means a quote left open at the end,
-    which pyarrow would otherwise read as a value running to the end of the file."""
+    which pyarrow would otherwise read as a value running to the end of the file.
 
-    def __init__(self, stream: BinaryIO):
+    ``keep``: the bytes read are also kept there (a stream's, whose ragged records can only
+    be found again in them), until ``_StreamLines`` lets them go."""
+
+    def __init__(self, stream: BinaryIO, keep: bytearray | None = None):
         self._stream = stream
         self.quotes = 0
+        self.kept = keep
+        self.eof = False
 
     def readable(self) -> bool:
         return True
@@ -43,7 +48,145 @@ class _QuoteCounter(io.RawIOBase):
         n = len(data)
         buffer[:n] = data
         self.quotes += data.count(b'"')
+        if self.kept is not None:
+            self.kept += data
+        if not n:
+            self.eof = True
         return n
+
+
+class _FileLines:
+    """The physical lines of a file after its header, read again from the start."""
+
+    def __init__(self, path: str):
+        self._file = open(path, encoding="utf-8", errors="replace", newline="")  # noqa: SIM115 - closed with the reader
+        self._file.readline()
+
+    def next_line(self) -> str | None:
+        return self._file.readline() or None
+
+    def skip(self, lines: int) -> int:
+        """Lines known to hold no unplaced ragged record: a file is read past them anyway."""
+        return 0
+
+    def forget(self) -> None:
+        """Nothing is kept of a file."""
+
+    def close(self) -> None:
+        self._file.close()
+
+
+class _StreamLines:
+    """The physical lines of a stream after its header, from the bytes kept as pyarrow read them
+    (only complete lines: the rest is yet to come, unless the stream has ended)."""
+
+    TRIM = 4 << 20  # let go of lines already placed once this much is kept
+
+    def __init__(self, counter: _QuoteCounter):
+        self._counter = counter
+        self._kept = counter.kept if counter.kept is not None else bytearray()
+        self._pos = 0
+
+    def next_line(self) -> str | None:
+        kept, pos = self._kept, self._pos
+        end = kept.find(b"\n", pos)
+        if end < 0:
+            if not self._counter.eof or pos >= len(kept):
+                return None
+            end = len(kept) - 1
+        self._pos = end + 1
+        return kept[pos : end + 1].decode("utf-8", "replace")
+
+    def skip(self, lines: int) -> int:
+        """Drop ``lines`` lines (no ragged record in them is unplaced) once enough is kept;
+        returns how many were dropped (all or none)."""
+        kept = self._kept
+        if len(kept) - self._pos < self.TRIM:
+            return 0
+        end = _after_newlines(kept, self._pos, lines)
+        if end is None:
+            return 0
+        self._pos = end
+        self.forget()
+        return lines
+
+    def forget(self) -> None:
+        """Let go of the lines read already."""
+        if self._pos > self.TRIM // 4:
+            del self._kept[: self._pos]
+            self._pos = 0
+
+    def close(self) -> None:
+        self._kept.clear()
+        self._pos = 0
+
+
+def _after_newlines(data: bytearray, start: int, count: int) -> int | None:
+    """The offset just after the ``count``-th newline from ``start`` (None: fewer there), by
+    halving the span with C-speed counts rather than a Python loop per line."""
+    lo, hi = start, len(data)
+    while hi - lo > 4096:
+        mid = (lo + hi) // 2
+        found = data.count(b"\n", lo, mid)
+        if found >= count:
+            hi = mid
+        else:
+            count -= found
+            lo = mid
+    pos = lo
+    for _ in range(count):
+        pos = data.find(b"\n", pos, hi)
+        if pos < 0:
+            return None
+        pos += 1
+    return pos
+
+
+class _RaggedFinder:
+    """Where ragged records start: the CSV read again by the csv module, from the file or from
+    the bytes kept of a stream, as far as the records pyarrow reported (pyarrow does not say
+    where they stood)."""
+
+    def __init__(self, lines: _FileLines | _StreamLines, delimiter: str, width: int):
+        self._lines = lines
+        self._delimiter = delimiter
+        self._width = width
+        self._line = 2  # where the next record to read starts
+
+    def find(self, count: int) -> list[int | None]:
+        """The lines of the next ``count`` ragged records (None: not found, e.g. a reading the
+        csv module does not share)."""
+        found: list[int | None] = []
+        if count <= 0:
+            return found
+        lines = self._lines
+
+        def texts() -> Iterator[str]:
+            while (line := lines.next_line()) is not None:
+                yield line
+
+        base = self._line
+        reader = csv.reader(texts(), delimiter=self._delimiter)
+        try:
+            for record in reader:
+                start = self._line
+                self._line = base + reader.line_num
+                if record and len(record) != self._width:
+                    found.append(start)
+                    if len(found) == count:
+                        break
+        except csv.Error:  # a reading of the csv module's own (a lone CR in a stream): unplaced
+            pass
+        lines.forget()
+        return found + [None] * (count - len(found))
+
+    def skip_to(self, line: int) -> None:
+        """The records before ``line`` are placed: no need to read them again."""
+        if line > self._line:
+            self._line += self._lines.skip(line - self._line)
+
+    def close(self) -> None:
+        self._lines.close()
 
 
 class DelimitedReader(RowReader):
@@ -64,8 +207,8 @@ class DelimitedReader(RowReader):
         self._line = 0
         self._raw: str | None = None  # the text of a ragged row being reported
         self._next_line = 2  # where the next record starts (line 1 is the header)
-        self._ragged_starts: deque[int] | None = None  # lines where ragged records start (a file's)
-        self._pending: deque[str] = deque()  # ragged records reported by the parser, not yet placed
+        self._finder: _RaggedFinder | None = None  # finds the lines of ragged records, once one is
+        self._pending: deque[tuple[int | None, str]] = deque()  # ragged records placed, not yet reported
 
     def location(self) -> Location:
         return Location(self.source, line=self._line or None)
@@ -104,7 +247,9 @@ class DelimitedReader(RowReader):
 
     def batches(self) -> Iterator[tuple[Any, Callable[[int], Location]]]:
         """Record batches of text columns, each with a function from a row in it to its location
-        (its physical line: a quoted value may span lines)."""
+        (its physical line: a quoted value may span lines). A ragged record (the wrong number of
+        fields: the parser skips it) is reported in its place: between the batches, a batch cut
+        in two where one stood — so errors and rejects come in the order of the input."""
         import pyarrow as pa
         import pyarrow.csv as pacsv
 
@@ -120,13 +265,14 @@ class DelimitedReader(RowReader):
                 where=Location(self.source, self._find_open_quote()),
             )
         ragged: list[str] = []
-        failing = self.reject is fail_on_bad
 
         def on_invalid_row(row: Any) -> str:
             ragged.append(row.text)
-            return "error" if failing else "skip"
+            return "skip"  # also when failing: the rows before it are converted first
 
-        counted = _QuoteCounter(self._stream)
+        counted = _QuoteCounter(self._stream, keep=bytearray() if self._path is None else None)
+        lines: _FileLines | _StreamLines = _FileLines(self._path) if self._path is not None else _StreamLines(counted)
+        self._finder = _RaggedFinder(lines, self._delimiter, len(names))
         try:
             reader = pacsv.open_csv(
                 io.BufferedReader(counted, BATCH_BYTES),
@@ -142,10 +288,8 @@ class DelimitedReader(RowReader):
                 ),
             )
             for batch in reader:
-                lines = self._lines_of(batch, ragged, len(names))
-                self.records += len(batch)
-                yield batch, lines
-            self._lines_of(None, ragged, len(names))
+                yield from self._placed(batch, ragged, len(names))
+            yield from self._placed(None, ragged, len(names))
             if counted.quotes % 2:
                 raise InputError(
                     "unterminated quoted CSV field (a quote opened here is never closed)",
@@ -157,47 +301,68 @@ class DelimitedReader(RowReader):
             raise self._parse_error(exc, ragged, len(names)) from exc
         except UnicodeDecodeError as exc:
             raise self._parse_error(exc, ragged, len(names)) from exc
+        finally:
+            self._finder.close()
 
     def close(self) -> None:
         self._stream.close()
 
-    def _lines_of(self, batch: Any, ragged: list[str], width: int) -> Callable[[int], Location]:
-        """Where each row of ``batch`` starts, reporting the ragged rows read so far at theirs.
-
-        A record takes one line plus the newlines inside its values; ragged records (skipped
-        by the parser, perhaps while it read ahead) are placed by their lines in the file,
-        found once by a re-scan when the first one turns up — on stdin their lines are not
-        known. ``batch`` None: the ragged rows after the last row.
-        """
-        self._pending.extend(ragged)
+    def _place(self, ragged: list[str]) -> None:
+        """The ragged records the parser reported (perhaps while reading ahead) to be reported
+        at their lines, found by reading the input again from where the last one was."""
+        if ragged and self._finder is not None:
+            self._pending.extend(zip(self._finder.find(len(ragged)), ragged, strict=True))
         ragged.clear()
-        if self._pending and self._ragged_starts is None:
-            self._ragged_starts = deque(self._find_ragged_lines(width))
-        starts, pending = self._ragged_starts or deque(), self._pending
-        while pending and not starts:  # stdin: nowhere to place them
-            self._report_ragged(None, pending.popleft(), width)
-        newlines = _newlines_per_row(batch) if batch is not None else None
+
+    def _placed(self, batch: Any, ragged: list[str], width: int) -> Iterator[tuple[Any, Callable[[int], Location]]]:
+        """``batch`` with where each row starts, cut where ragged records stood, each reported
+        between the pieces. ``batch`` None: the ragged records after the last row."""
+        self._place(ragged)
+        pending = self._pending
+        newlines = _newlines_per_row(batch) if batch is not None and len(batch) else None
         n = len(batch) if batch is not None else 0
-        if not starts and newlines is None:  # one line per record: arithmetic
+        if not pending and newlines is None:  # one line per record, nothing between: arithmetic
             base = self._next_line
             self._next_line += n
-            return lambda i: Location(self.source, line=base + i)
+            self._forget_placed()
+            if batch is not None:
+                self.records += n
+                yield batch, lambda i: Location(self.source, line=base + i)
+            return
         line = self._next_line
-        row_lines = []
+        row_lines: list[int] = []
+        cut = 0
         for i in range(n):
-            while starts and pending and starts[0] <= line:  # a ragged record starts here
-                line = self._ragged(starts.popleft(), pending.popleft(), width)
+            while pending and (pending[0][0] is None or pending[0][0] <= line):  # one stood here
+                if i > cut:
+                    yield self._piece(batch, cut, i, row_lines)
+                    cut = i
+                line = self._ragged(line, *pending.popleft(), width)
             row_lines.append(line)
             line += 1 + (newlines[i] if newlines is not None else 0)
-        while batch is None and starts and pending:
-            line = self._ragged(starts.popleft(), pending.popleft(), width)
+        if batch is not None and (n > cut or n == 0):
+            yield self._piece(batch, cut, n, row_lines)
+        while batch is None and pending:
+            line = self._ragged(line, *pending.popleft(), width)
         self._next_line = line
-        return lambda i: Location(self.source, line=row_lines[i])
+        self._forget_placed()
 
-    def _ragged(self, start: int, text: str, width: int) -> int:
+    def _piece(self, batch: Any, start: int, end: int, row_lines: list[int]) -> tuple[Any, Callable[[int], Location]]:
+        lines = row_lines[start:end]
+        self.records += end - start
+        piece = batch if start == 0 and end == len(batch) else batch.slice(start, end - start)
+        return piece, lambda i: Location(self.source, line=lines[i])
+
+    def _forget_placed(self) -> None:
+        """Every record before the next line is placed (a ragged one among them was found when
+        the parser reported it): a stream's copy of them can go."""
+        if self._finder is not None:
+            self._finder.skip_to(self._next_line)
+
+    def _ragged(self, line: int, start: int | None, text: str, width: int) -> int:
         """Report a ragged record at its line; returns the line after it."""
         self._report_ragged(start, text, width)
-        return start + 1 + text.count("\n")
+        return line if start is None else max(line, start + 1 + text.count("\n"))
 
     def _report_ragged(self, line: int | None, text: str, width: int) -> None:
         self.records += 1
@@ -206,11 +371,11 @@ class DelimitedReader(RowReader):
         self._raw = None
 
     def _parse_error(self, exc: Exception, ragged: list[str], width: int) -> InputError:
-        if ragged:
-            lines = self._find_ragged_lines(width)
-            return InputError(
-                _ragged_message(ragged[0], width), where=Location(self.source, lines[0] if lines else None)
-            )
+        """A parse error; the ragged records before it are reported first (when failing, the
+        first of them is the error)."""
+        self._place(ragged)
+        while self._pending:
+            self._ragged(0, *self._pending.popleft(), width)
         text = str(exc)
         if "UTF8" in text or "utf-8" in text.lower() or isinstance(exc, UnicodeDecodeError):
             return InputError("invalid UTF-8 in CSV data", where=Location(self.source))
@@ -229,20 +394,6 @@ class DelimitedReader(RowReader):
             except csv.Error:
                 return start
         return None
-
-    def _find_ragged_lines(self, width: int) -> list[int]:
-        """The lines where records with the wrong number of fields start (files only)."""
-        if self._path is None:
-            return []
-        found = []
-        with open(self._path, encoding="utf-8", errors="replace", newline="") as fh:
-            reader = csv.reader(fh, delimiter=self._delimiter)
-            start = 1
-            for record in reader:
-                if len(record) != width and start > 1 and record:
-                    found.append(start)
-                start = reader.line_num + 1
-        return found
 
 
 def _newlines_per_row(batch: Any) -> list[int] | None:

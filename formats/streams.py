@@ -5,6 +5,8 @@ from __future__ import annotations
 import gzip
 import io
 import os
+import re
+import stat
 import sys
 import tempfile
 from collections.abc import Callable
@@ -182,16 +184,80 @@ def _mode_for(target: str) -> int:
         return 0o666 & ~umask
 
 
+_FD_FOLDER = re.compile(r"/proc/(?:self|thread-self|\d+)(?:/task/\d+)?/fd|/dev/fd")
+
+
+def _open_descriptor(path: str) -> int | None:
+    """The descriptor a path like /dev/stdout, /dev/fd/N or /proc/self/fd/N names, if it is one
+    of this process's: None for any other path."""
+    seen = 0
+    while seen < 40:  # a symlink loop ends like the kernel's
+        seen += 1
+        folder = os.path.realpath(os.path.dirname(path) or ".")
+        name = os.path.basename(path)
+        if name.isdigit() and _FD_FOLDER.fullmatch(folder):
+            pid = folder.split("/")[2] if folder.startswith("/proc/") else "self"
+            if pid in ("self", "thread-self", str(os.getpid())):
+                return int(name)
+            return None
+        full = os.path.join(folder, name)
+        if not os.path.islink(full):
+            return None
+        path = os.path.join(folder, os.readlink(full))
+    return None
+
+
+def _is_special(path: str) -> bool:
+    """Whether the path names something that is there and is not a regular file (or a folder):
+    a FIFO, a device, a socket — after following symlinks."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
+def _open_direct(path: str) -> BinaryIO | None:
+    """A stream written straight into what the path names, when that is not a regular file to
+    replace: a descriptor of this process (/dev/stdout, /dev/stderr, /proc/self/fd/N — shared
+    with the shell, so its offset too: what the shell wrote before and after stays), a FIFO, a
+    device or a socket. None for a regular file (or one not there yet)."""
+    fd = _open_descriptor(path)
+    if fd is not None:
+        try:
+            return os.fdopen(os.dup(fd), "wb", buffering=READ_BUFFER)
+        except OSError as exc:
+            raise UsageError(f"cannot write {path!r}: descriptor {fd} is not open") from exc
+    if not _is_special(path):
+        return None
+    try:
+        if stat.S_ISSOCK(os.stat(path).st_mode):
+            import socket
+
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+                sock.connect(path)
+                return os.fdopen(os.dup(sock.fileno()), "wb", buffering=READ_BUFFER)
+        # No O_TRUNC, no O_CREAT: a pipe's reader or a device gets the bytes as they come.
+        return os.fdopen(os.open(path, os.O_WRONLY), "wb", buffering=READ_BUFFER)
+    except OSError as exc:
+        raise UsageError(f"cannot write {path!r}: {exc.strerror or exc}") from exc
+
+
 class Output:
-    """A binary output: stdout, or a file written atomically (temp file + rename on commit)."""
+    """A binary output: stdout, a file written atomically (temp file + rename on commit), or
+    what is not a regular file (a FIFO, a device, /dev/stderr) written straight into."""
 
     def __init__(self, path: str):
         self.path = path
         self._tmp: str | None = None
         self._file: BinaryIO
         self._codec: BinaryIO | None = None
+        self._own = False  # a descriptor of ours to close on commit (not a temp file)
+        direct = _open_direct(path) if path != STDIO else None
         if path == STDIO:
             self._file = sys.stdout.buffer
+        elif direct is not None:
+            self._file, self._own = direct, True
         else:
             # Through a symlink to the file it names; the new file gets the old one's mode, or
             # for a new file what the umask allows (mkstemp makes it 0600).
@@ -217,11 +283,20 @@ class Output:
     def stream(self) -> BinaryIO:
         return self._codec if self._codec is not None else self._file
 
+    @property
+    def atomic(self) -> bool:
+        """Whether nothing written reaches the target before commit (a temp file): a run can
+        still begin again."""
+        return self._tmp is not None
+
     def commit(self) -> None:
         if self._codec is not None:
             self._codec.close()  # a pyarrow stream closes the file below it too
         if self._tmp is None:
-            self._file.flush()
+            if self._own:
+                self._close_own()
+            else:
+                self._file.flush()
             return
         if not self._file.closed:
             # No fsync: rename makes the write all-or-nothing for readers, which is the promise;
@@ -230,8 +305,20 @@ class Output:
         os.replace(self._tmp, self.target)
         self._tmp = None
 
+    def _close_own(self) -> None:
+        self._own = False
+        if not self._file.closed:
+            self._file.close()
+
     def abort(self) -> None:
-        """Drop a half-written file; the target keeps its old content."""
+        """Drop a half-written file; the target keeps its old content. Written straight into a
+        FIFO or a device, what went out stays out (as on stdout)."""
+        if self._own:
+            try:
+                self._close_own()
+            except OSError:
+                pass
+            return
         if self._tmp is None:
             return
         try:

@@ -63,6 +63,62 @@ def test_ragged_csv_row_names_its_line(tmp_path: Path) -> None:
     assert f"{f}:3: ragged CSV row: expected 2 fields" in fail(["from-changelog", str(f)], 3)
 
 
+def test_ragged_csv_row_on_stdin_names_its_line() -> None:
+    data = b"op,id\nINSERT,1\nINSERT,2,3\n"
+    out = run_cdc(["from-changelog", "-i", "csv"], stdin=data)
+    assert out.returncode == 3
+    assert out.stderr.decode().startswith("cdc: error: <stdin>:3: ragged CSV row: expected 2 fields"), out.stderr
+
+
+# a bad op code on line 3, ragged rows on lines 5 and 6 (and 8-9: a value spans two lines)
+MIXED_CSV = b'op,id\nINSERT,1\nBOGUS,2\nINSERT,3\nINSERT,4,5\nINSERT,6,7\nINSERT,8\n"INSERT","9\n",x\nINSERT,10\n'
+
+
+@pytest.mark.parametrize("path", ["", "rows"])
+@pytest.mark.parametrize("source", ["stdin", "file", "gzip"])
+def test_bad_csv_records_are_named_and_rejected_in_input_order(tmp_path: Path, source: str, path: str) -> None:
+    if source == "stdin":
+        name, args, stdin = "<stdin>", ["-i", "csv"], MIXED_CSV
+    else:
+        f = tmp_path / ("in.csv.gz" if source == "gzip" else "in.csv")
+        f.write_bytes(gzip.compress(MIXED_CSV) if source == "gzip" else MIXED_CSV)
+        name, args, stdin = str(f), [str(f)], None
+    env = {"CDC_PATH": path} if path else None
+    out = tmp_path / "out.csv"  # CSV out: for files, the Arrow path when not forced to rows
+    failed = run_cdc(["from-changelog", *args, "-o", out], stdin=stdin, env=env)
+    assert failed.returncode == 3
+    assert failed.stderr.decode().startswith(f"cdc: error: {name}:3: invalid op code 'BOGUS'"), failed.stderr
+    rejects = tmp_path / "rejects.jsonl"
+    skipped = run_cdc(
+        ["from-changelog", *args, "-o", out, "--on-error", "skip", "--rejects", rejects], stdin=stdin, env=env
+    )
+    assert skipped.returncode == 0, skipped.stderr
+    assert f"skipped 4 bad record(s) (first: {name}:3: invalid op code 'BOGUS'" in skipped.stderr.decode()
+    records = [json.loads(line) for line in rejects.read_text().splitlines()]
+    assert [(r["file"], r["line"]) for r in records] == [(name, 3), (name, 5), (name, 6), (name, 8)]
+    assert [r["raw"] for r in records[1:]] == ["INSERT,4,5", "INSERT,6,7", '"INSERT","9\n",x']
+    assert out.read_text() == "op,id\n+I,1\n+I,3\n+I,8\n+I,10\n"
+
+
+def test_ragged_csv_rows_on_stdin_far_apart_keep_their_lines(tmp_path: Path) -> None:
+    """More of stdin between ragged rows than the reader keeps, values across lines among them."""
+    lines = [b"op,id,note"]
+    expected = []
+    for i in range(300_000):
+        if i % 70_000 == 7:
+            lines.append(b"INSERT,%d,x,extra" % i)
+            expected.append(len(lines))
+        elif i % 10 == 0:
+            lines.extend([b'INSERT,%d,"a' % i, b'b"'])
+        else:
+            lines.append(b"INSERT,%d,%s" % (i, b"n" * 40))
+    rejects = tmp_path / "rejects.jsonl"
+    args = ["from-changelog", "-i", "csv", "-o", tmp_path / "out.csv", "--on-error", "skip", "--rejects", rejects]
+    out = run_cdc(args, stdin=b"\n".join(lines) + b"\n")
+    assert out.returncode == 0, out.stderr
+    assert [json.loads(line)["line"] for line in rejects.read_text().splitlines()] == expected
+
+
 def test_corrupt_and_truncated_parquet(tmp_path: Path) -> None:
     from helpers import write_parquet
 

@@ -5,9 +5,12 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import shlex
 import signal
+import stat
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -130,6 +133,92 @@ def test_failed_run_leaves_the_old_output_and_no_temp_file(tmp_path: Path) -> No
     assert run_cdc(["from-changelog", f, "-o", out]).returncode == 3
     assert out.read_text() == "previous content\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl", "out.jsonl"]
+
+
+BAD_SECOND = [{"op": "INSERT", "id": 1}, {"op": "BAD", "id": 2}, {"op": "DELETE", "id": 1}]
+WRITTEN = b'{"op":"+I","id":1}\n{"op":"-D","id":1}\n'
+
+
+def test_a_fifo_as_output_is_written_into_not_replaced(tmp_path: Path) -> None:
+    f = write_jsonl(tmp_path / "in.jsonl", BAD_SECOND)
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    received: list[bytes] = []
+
+    def read() -> None:
+        with open(fifo, "rb") as reader:
+            received.append(reader.read())
+
+    reader = threading.Thread(target=read, daemon=True)  # without a writer it would wait forever
+    reader.start()
+    out = run_cdc(["from-changelog", f, "-f", "jsonl", "--on-error", "skip", "-o", fifo])
+    reader.join(timeout=30)
+    assert out.returncode == 0, out.stderr
+    assert received == [WRITTEN]
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl", "pipe"]
+
+
+def test_a_fifo_as_rejects_gets_each_bad_record(tmp_path: Path) -> None:
+    f = write_jsonl(tmp_path / "in.jsonl", BAD_SECOND)
+    fifo = tmp_path / "rejects"
+    os.mkfifo(fifo)
+    received: list[bytes] = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    out = run_cdc(["from-changelog", f, "--on-error", "skip", "--rejects", fifo])
+    reader.join(timeout=30)
+    assert out.returncode == 0, out.stderr
+    assert [r["line"] for r in parse_jsonl(received[0])] == [2]
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+
+
+def test_dev_stdout_redirected_to_a_file_keeps_what_the_shell_wrote_around_it(tmp_path: Path) -> None:
+    write_jsonl(tmp_path / "in.jsonl", BAD_SECOND)
+    log = tmp_path / "log"
+    cdc = " ".join(shlex.quote(a) for a in cdc_executable())
+    run = f"{cdc} from-changelog in.jsonl -f jsonl --on-error skip -o /dev/stdout"
+    script = f"{{ echo before; {run}; echo after; }} > log"
+    done = subprocess.run(["sh", "-c", script], cwd=tmp_path, capture_output=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert log.read_bytes() == b"before\n" + WRITTEN + b"after\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl", "log"]
+
+
+def test_dev_stdout_on_a_pipe_and_rejects_to_dev_stderr(tmp_path: Path) -> None:
+    f = write_jsonl(tmp_path / "in.jsonl", BAD_SECOND)
+    out = run_cdc(
+        ["from-changelog", f, "-f", "jsonl", "--on-error", "skip", "-o", "/dev/stdout", "--rejects", "/dev/stderr"]
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == WRITTEN
+    rejects = [json.loads(line) for line in out.stderr.splitlines() if line.startswith(b"{")]
+    assert [(r["line"], json.loads(r["raw"])["op"]) for r in rejects] == [(2, "BAD")]
+    assert b"written to /dev/stderr" in out.stderr
+    # Parquet (the lines-arrow path, which may begin a run again) and CSV through /proc/self/fd
+    parquet = run_cdc(["from-changelog", f, "-f", "parquet", "--on-error", "skip", "-o", "/proc/self/fd/1"])
+    assert parquet.returncode == 0, parquet.stderr
+    assert parquet.stdout.startswith(b"PAR1")
+    csv_out = run_cdc(["from-changelog", f, "-f", "csv", "--on-error", "skip", "-o", "/dev/fd/1"])
+    assert csv_out.stdout == b"op,id\n+I,1\n-D,1\n"
+
+
+def test_a_character_device_as_output_stays_a_device(tmp_path: Path) -> None:
+    # A copy of /dev/null in a scratch folder: a regression must never get to replace the real one.
+    device = tmp_path / "null"
+    try:
+        os.mknod(device, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    except (PermissionError, OSError) as exc:
+        pytest.skip(f"cannot make a device here: {exc}")
+    f = write_jsonl(tmp_path / "in.jsonl", BAD_SECOND)
+    link = tmp_path / "sink"  # and through a symlink to it: the link and the device are kept
+    link.symlink_to(device)
+    for target in (device, link):
+        out = run_cdc(["from-changelog", f, "-f", "jsonl", "--on-error", "skip", "-o", target])
+        assert out.returncode == 0, out.stderr
+        assert stat.S_ISCHR(os.stat(device).st_mode)
+    assert link.is_symlink()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl", "null", "sink"]
 
 
 def test_new_column_in_csv_output_is_named(tmp_path: Path) -> None:

@@ -417,9 +417,10 @@ def _run(job: Job, current: Session, result: Result) -> Result:
 
 
 def _restartable(current: Session) -> bool:
-    """Whether the run can begin again: its output is a file (not yet committed)."""
-    output = current.output
-    return output is None or output.path != STDIO
+    """Whether the run can begin again: its output and rejects are files not yet committed
+    (not stdout, a FIFO or a device, where what went out stays out)."""
+    output, rejects = current.output, current.rejects
+    return (output is None or output.atomic) and (rejects is None or rejects.atomic)
 
 
 def _again_on_rows(job: Job, current: Session) -> Result:

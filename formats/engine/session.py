@@ -40,6 +40,11 @@ class Rejects:
             }
             self._output.stream.write(orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE))
 
+    @property
+    def atomic(self) -> bool:
+        """Whether nothing written has reached the rejects target yet (see ``Output.atomic``)."""
+        return self._output is None or self._output.atomic
+
     def commit(self) -> None:
         if self._output is not None:
             self._output.commit()
