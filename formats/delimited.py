@@ -232,7 +232,14 @@ class DelimitedReader(RowReader):
             text = line.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise InputError("invalid UTF-8 in the CSV header", where=Location(self.source, 1)) from exc
-        names = next(csv.reader([text], delimiter=self._delimiter))
+        try:
+            names = next(csv.reader([text], delimiter=self._delimiter))
+        except csv.Error as exc:  # a bare CR ends no line here: the whole file reads as one
+            raise InputError(
+                f"cannot read the CSV header: {exc}",
+                where=Location(self.source, 1),
+                hint="lines must end in LF or CRLF (a file with bare CR line ends: tr '\\r' '\\n' < FILE)",
+            ) from exc
         if len(set(names)) != len(names):
             dupes = sorted({n for n in names if names.count(n) > 1})
             raise InputError(f"duplicate column names in the header: {dupes}", where=Location(self.source, 1))

@@ -182,3 +182,11 @@ def test_both_jsonl_paths_word_a_bad_line_alike(tmp_path: Path) -> None:
         (2, "invalid JSON"),
         (3, "invalid JSON (truncated line?)"),
     ]
+
+
+@pytest.mark.parametrize("command", [["from-changelog"], ["materialize", "--key", "id"], ["replay", "--key", "id"]])
+def test_a_csv_with_bare_cr_line_ends_is_bad_input_not_a_crash(tmp_path: Path, command: list[str]) -> None:
+    f = tmp_path / "cr.csv"
+    f.write_bytes(b"op,id\rINSERT,1\rINSERT,2\r")
+    message = fail([command[0], str(f), *command[1:], "-o", str(tmp_path / "out.parquet")], 3)
+    assert f"{f}:1: cannot read the CSV header" in message and "LF or CRLF" in message

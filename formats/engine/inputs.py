@@ -80,7 +80,10 @@ def first_columns(path: str, fmt: str) -> list[str] | None:
             header = stream.readline().decode("utf-8", "replace").lstrip("\ufeff")
         finally:
             stream.close()
-        return next(csv.reader([header], delimiter="\t" if fmt == "tsv" else ","), [])
+        try:
+            return next(csv.reader([header], delimiter="\t" if fmt == "tsv" else ","), [])
+        except csv.Error:  # the run's reader says what is wrong with the header
+            return None
     if fmt == "parquet":
         import pyarrow.parquet as pq
 
