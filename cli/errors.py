@@ -62,3 +62,9 @@ def reported_errors(verbose: bool = False) -> Iterator[None]:
     except KeyboardInterrupt:
         say("cdc: interrupted")
         raise typer.Exit(EXIT_INTERRUPTED) from None
+    except Exception as exc:  # noqa: BLE001 - a case no check foresaw: a message, not a traceback
+        if verbose:
+            traceback.print_exc()
+        say(f"cdc: error: unexpected {type(exc).__name__}: {exc}")
+        say("hint: a case cdc does not handle yet (most likely in the input); --verbose shows where; please report it")
+        raise typer.Exit(EXIT_DATA) from None
