@@ -63,6 +63,8 @@ def reported_errors(verbose: bool = False) -> Iterator[None]:
         say("cdc: interrupted")
         raise typer.Exit(EXIT_INTERRUPTED) from None
     except Exception as exc:  # noqa: BLE001 - a case no check foresaw: a message, not a traceback
+        if type(exc).__module__.startswith(("typer", "click")):  # typer.Exit (--expect's 1), usage errors
+            raise
         if verbose:
             traceback.print_exc()
         say(f"cdc: error: unexpected {type(exc).__name__}: {exc}")
