@@ -33,6 +33,7 @@ from cdc.formats.engine.arrow_rules import (
     count_true,
     expand,
     group_codes,
+    group_order,
     groupable_key,
     has_nan,
     same_as_previous,
@@ -158,11 +159,11 @@ class Aggregate(ChangeRules):
         sign = pc.take(pa.array([1, -1, 1, -1], int64), self.kinds(table))
         if query.group_by:
             codes = group_codes(table, query.group_by)
-            order = pc.call("sort_indices", codes)
+            order = group_order(codes)
             groups = pc.take(codes, order)
         else:
             order = pc.cast(pc.indices_nonzero(pa.repeat(True, n)), int64)
-            groups = pa.array([0] * n, int64)
+            groups = pa.repeat(pa.scalar(0, int64), n)
         same = same_as_previous(groups)
         sg = pc.take(sign, order)
         count = _running(sg, pc.invert(same))
@@ -256,7 +257,7 @@ class Aggregate(ChangeRules):
             return False
         in_order = pc.take(table.select(args), order).append_column("__cdc_epoch", epoch)
         codes = group_codes(in_order, ["__cdc_epoch", *args])
-        again = pc.call("sort_indices", codes)
+        again = group_order(codes)
         counts = _running(pc.take(sg, again), pc.invert(same_as_previous(pc.take(codes, again))))
         return bool(pc.any(pc.call("less", counts, 0)).as_py())
 

@@ -203,9 +203,8 @@ class Replay(ChangeRules):
         last = pc.invert(same_as_next(same_as_previous(pc.filter(groups, mask))))
         keep = pc.and_(last, pc.filter(holds, mask))
         new_state = pc.take(work, pc.filter(pc.filter(rows, mask), keep)).drop_columns(["__cdc_emit"])
-        new_state = new_state.set_column(
-            new_state.schema.get_field_index(STATE_KIND), STATE_KIND, pa.array([LIVE] * count_true(keep), pa.int8())
-        )
+        live = pa.repeat(pa.scalar(LIVE, pa.int8()), count_true(keep))
+        new_state = new_state.set_column(new_state.schema.get_field_index(STATE_KIND), STATE_KIND, live)
         new_state = new_state.set_column(
             new_state.schema.get_field_index(STATE_SEQ), STATE_SEQ, pc.filter(pc.filter(places, mask), keep)
         )

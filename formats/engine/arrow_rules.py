@@ -135,7 +135,34 @@ def group_codes(table: Any, columns: tuple[str, ...] | list[str]) -> Any:
         else:  # pairs of codes, numbered densely again
             pair = pc.add(pc.call("multiply", pc.cast(codes, pa.int64()), len(encoded.dictionary)), encoded.indices)
             codes = pc.call("dictionary_encode", pair, options=encode).indices
-    return codes if codes is not None else pa.array([0] * len(table), pa.int32())
+    return codes if codes is not None else pa.repeat(pa.scalar(0, pa.int32()), len(table))
+
+
+COUNTING_BITS = 12  # Arrow sorts integers by counting when their range is at most 4096 values
+
+
+def group_order(codes: Any) -> Any:
+    """The stable sort of dense group numbers (≥ 0, no nulls): their row indices, as
+    ``sort_indices`` gives them. Arrow sorts a range of at most 4096 integers by counting, but
+    more than that (100k keys) by comparing: 90 ms a million rows. So this sorts 12 bits at a
+    time from the lowest (a radix sort, each pass a stable counting sort): 15 ms."""
+    pa = _pa()
+    n = len(codes)
+    top = pc.call("max", codes).as_py() if n else None
+    if top is None or top < 1 << COUNTING_BITS or codes.null_count:
+        return pc.call("sort_indices", codes)
+    mask = pa.scalar((1 << COUNTING_BITS) - 1, codes.type)
+    order: Any = None
+    shift = 0
+    while top >> shift:
+        digits = pc.call("shift_right", codes, pa.scalar(shift, codes.type)) if shift else codes
+        digits = pc.cast(pc.call("bit_wise_and", digits, mask), pa.uint16())
+        if order is None:
+            order = pc.call("sort_indices", digits)
+        else:  # the next digit of the rows in the order so far, sorted stably
+            order = pc.take(order, pc.call("sort_indices", pc.take(digits, order)))
+        shift += COUNTING_BITS
+    return order
 
 
 def grouped(table: Any, columns: tuple[str, ...] | list[str]) -> tuple[Any, Any]:
@@ -151,10 +178,10 @@ def grouped(table: Any, columns: tuple[str, ...] | list[str]) -> tuple[Any, Any]
     n = len(table)
     arrays = _grouping_columns(table, columns)
     if not arrays:  # one group
-        return arange(n), pa.array([0] * n, pa.int32())
+        return arange(n), pa.repeat(pa.scalar(0, pa.int32()), n)
     if len(arrays) == 1 or n < GROUP_BY_ROWS:
         codes = group_codes(table, columns)
-        order = pc.call("sort_indices", codes)
+        order = group_order(codes)
         return order, pc.take(codes, order)
     data = {f"k{i}": a for i, a in enumerate(arrays)}
     data["row"] = arange(n)
@@ -343,10 +370,10 @@ class ChangeRules:
             return kind_codes(column)
         mode = getattr(self.spec, "input_mode", "append")
         if mode == "append":
-            return pa.array([INSERT] * len(table), pa.int8())
+            return pa.repeat(pa.scalar(INSERT, pa.int8()), len(table))
         delete_when = getattr(self.spec, "delete_when", None)
         if delete_when is None or delete_when[0] not in table.schema.names:
-            return pa.array([AFTER] * len(table), pa.int8())
+            return pa.repeat(pa.scalar(AFTER, pa.int8()), len(table))
         from cdc.core.compare import canonical
         from cdc.formats.engine.arrow_time import distinct
 
@@ -589,7 +616,7 @@ class KeyedMaterialize(Materialize):
             work,
             pc.filter(pc.filter(order, mask), keep),
             **{
-                STATE_KIND: pa.array([LIVE] * count_true(keep), pa.int8()),
+                STATE_KIND: pa.repeat(pa.scalar(LIVE, pa.int8()), count_true(keep)),
                 STATE_SEQ: pc.filter(pc.filter(places, mask), keep),
             },
         )
@@ -682,7 +709,7 @@ class MultisetMaterialize(Materialize):
             work,
             pc.filter(rows, keep),
             **{
-                STATE_KIND: pa.array([LIVE] * kept, pa.int8()),
+                STATE_KIND: pa.repeat(pa.scalar(LIVE, pa.int8()), kept),
                 STATE_SEQ: pc.filter(places, keep),
                 STATE_COUNT: pc.filter(count, keep),
             },
