@@ -82,10 +82,10 @@ def first_columns(path: str, fmt: str) -> list[str] | None:
             stream.close()
         return next(csv.reader([header], delimiter="\t" if fmt == "tsv" else ","), [])
     if fmt == "parquet":
-        import pyarrow.parquet as pq
+        from cdc.formats.parquet.io import read_schema  # not pyarrow.parquet: it imports pyarrow.compute
 
         try:
-            return list(pq.read_schema(path).names)
+            return list(read_schema(path).names)
         except Exception:  # noqa: BLE001 - a bad file: the run itself says what is wrong with it
             return None
     return None
