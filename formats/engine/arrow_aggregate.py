@@ -31,7 +31,7 @@ from cdc.formats.engine.arrow_rules import (
     column,
     comparable,
     count_true,
-    expand,
+    expand_rows,
     group_codes,
     group_order,
     groupable_key,
@@ -210,18 +210,17 @@ class Aggregate(ChangeRules):
         made = pc.if_else(updated, pa.scalar(2 if retract else 1, int8), made)
         first_kind = pc.if_else(created, pa.scalar(0, int8), pa.scalar(1 if retract else 2, int8))
         first_kind = pc.if_else(deleted, pa.scalar(3, int8), first_kind)
-        first_before = pc.or_(deleted, pc.and_(updated, pa.scalar(retract)))
-        at, second = expand(order, made)
+        at, second, rows = expand_rows(order, made)
         kinds_all = pc.if_else(second, pa.scalar(2, int8), pc.take(first_kind, at))
-        before = pc.and_(pc.invert(second), pc.take(first_before, at))
+        # -U and -D (the odd kinds) show the value before their change
+        before = pc.call("bit_wise_and", kinds_all, pa.scalar(1, int8))
         source = pc.call("subtract", at, pc.cast(before, int64))
         columns: dict[str, Any] = {self.kc: pc.take(pa.array(list(KINDS), pa.string()), kinds_all)}
-        if query.group_by:
-            rows = pc.cast(order, int64)
-            creator = pc.take(pc.take(rows, lives.at), lives.run)
-            sources = pc.take(creator, at)
-            for name in query.group_by:
-                columns[name] = pc.take(column(table, name), sources)
+        # A change's own group values are its group's (group columns are never floats, whose
+        # -0.0 and 0.0 group together): taken in input order, not gathered from the group's
+        # first change.
+        for name in query.group_by:
+            columns[name] = pc.take(column(table, name), rows)
         for call, value in zip(query.aggs, after, strict=True):
             columns[call.name] = pc.take(value, source)
         return pa.table(columns), kinds_all, counts

@@ -191,6 +191,11 @@ def grouped(table: Any, columns: tuple[str, ...] | list[str]) -> tuple[Any, Any]
 
 
 def expand(order: Any, counts: Any, rows: int | None = None) -> tuple[Any, Any]:
+    at, second, _ = expand_rows(order, counts, rows)
+    return at, second
+
+
+def expand_rows(order: Any, counts: Any, rows: int | None = None) -> tuple[Any, Any, Any]:
     """Output slots of changes that make 0, 1 or 2 rows each, in input order.
 
     ``order`` lists the changes' rows in group order and ``counts`` (in that order) how many
@@ -198,7 +203,8 @@ def expand(order: Any, counts: Any, rows: int | None = None) -> tuple[Any, Any]:
     of the change that makes it and whether it is that change's second row — without a sort:
     the counts go back to input order (an inverse permutation) and their running sum places
     each change's rows (``list_parent_indices`` of the list they make). ``rows``: the number of
-    input rows, when ``order`` leaves some out (they make no row)."""
+    input rows, when ``order`` leaves some out (they make no row). ``expand_rows`` gives also
+    each slot's input row (ascending: a column of the input taken by it is read in order)."""
     from pyarrow._compute import InversePermutationOptions
 
     pa = _pa()
@@ -207,12 +213,12 @@ def expand(order: Any, counts: Any, rows: int | None = None) -> tuple[Any, Any]:
     back = pc.call("inverse_permutation", pc.cast(order, int64), options=options)  # input row → position
     per_row = pc.fill_null(pc.cast(pc.take(counts, back), pa.int32()), 0)
     if not len(per_row):
-        return pa.array([], int64), pa.array([], pa.bool_())
+        return pa.array([], int64), pa.array([], pa.bool_()), pa.array([], int64)
     offsets = pa.concat_arrays([pa.array([0], pa.int32()), pc.call("cumulative_sum", per_row)])
     total = offsets[len(offsets) - 1].as_py()
     rows = pc.call("list_parent_indices", pa.ListArray.from_arrays(offsets, pa.nulls(total, pa.int8())))
     second = pc.call("not_equal", pc.take(offsets, rows), pc.cast(arange(total), pa.int32()))
-    return pc.take(back, rows), second
+    return pc.take(back, rows), second, rows
 
 
 def shifted_equal(table: Any, order: Any, columns: list[str]) -> Any:
