@@ -30,6 +30,7 @@ from cdc.formats.engine.arrow_rules import (
     ChangeRules,
     column,
     comparable,
+    count_codes,
     count_true,
     expand_rows,
     group_codes,
@@ -115,7 +116,7 @@ class Aggregate(ChangeRules):
         if self._misfit(log, sink):
             return False
         self.counts = counts
-        for kind, n in zip(KINDS, [count_true(pc.equal(kinds, i)) for i in range(4)], strict=True):
+        for kind, n in zip(KINDS, count_codes(kinds), strict=True):
             if n:
                 self.result.counts.by_kind[kind] += n
         sink.table(log)
