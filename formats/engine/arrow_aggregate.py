@@ -178,8 +178,9 @@ class Aggregate(ChangeRules):
         retraction = pc.equal(sg, -1)
         deleted = pc.and_(retraction, pc.equal(count, 0))
         after: list[Any] = []  # each aggregate's value after each change (in group order)
+        memo: dict[Any, Any] = {}  # what aggregates of one column (or none) share
         for call in query.aggs:
-            value = self._values(table, call, order, sg, lives)
+            value = self._values(table, call, order, sg, lives, memo)
             if value is None:
                 return None
             after.append(value)
@@ -226,15 +227,26 @@ class Aggregate(ChangeRules):
             columns[call.name] = pc.take(value, source)
         return pa.table(columns), kinds_all, counts
 
-    def _values(self, table: Any, call: Any, order: Any, sg: Any, lives: Runs) -> Any:
-        """One aggregate's value after each change, in group order (None: for the row path)."""
+    def _values(self, table: Any, call: Any, order: Any, sg: Any, lives: Runs, memo: dict[Any, Any]) -> Any:
+        """One aggregate's value after each change, in group order (None: for the row path).
+        ``memo`` keeps the record count and each column's values and count for the next."""
         pa = _pa()
         int64 = pa.int64()
-        if call.arg is None:  # COUNT(*): the record count
-            return _running(sg, lives)
-        values = pc.take(column(table, call.arg), order)
-        present = pc.cast(pc.is_valid(values), int64)
-        counted = _running(pc.call("multiply", sg, present), lives)
+        if None not in memo:  # COUNT(*): the record count
+            memo[None] = _running(sg, lives)
+        if call.arg is None:
+            return memo[None]
+        if ("values", call.arg) not in memo:
+            memo["values", call.arg] = pc.take(column(table, call.arg), order)
+        values = memo["values", call.arg]
+        if call.func in ("MIN", "MAX"):
+            return _running_extreme(values, lives, call.func == "MAX")
+        if ("count", call.arg) not in memo:  # the non-null values: without nulls, the record count
+            present = pc.cast(pc.is_valid(values), int64)
+            memo["count", call.arg] = (
+                _running(pc.call("multiply", sg, present), lives) if values.null_count else memo[None]
+            )
+        counted = memo["count", call.arg]
         if call.func == "COUNT":
             return counted
         if call.func in ("SUM", "AVG"):
@@ -248,7 +260,7 @@ class Aggregate(ChangeRules):
                 return pc.if_else(empty, pa.scalar(None, int64), total)
             safe = pc.if_else(empty, pa.scalar(1, int64), counted)
             return pc.if_else(empty, pa.scalar(None, int64), pc.call("divide", total, safe))
-        return _running_extreme(values, lives, call.func == "MAX")
+        raise AssertionError(call.func)  # takes() admits no other
 
     def _unmatched(self, table: Any, order: Any, epoch: Any, sg: Any) -> bool:
         """Does a retraction take a group's count of its operands below zero (a row the group
