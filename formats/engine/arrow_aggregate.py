@@ -37,6 +37,7 @@ from cdc.formats.engine.arrow_rules import (
     group_order,
     groupable_key,
     has_nan,
+    integer_codes,
     same_as_previous,
 )
 from cdc.formats.engine.job import Job, Result
@@ -159,7 +160,9 @@ class Aggregate(ChangeRules):
             return None  # Python keeps the first of -0.0 and 0.0, and no NaN is greater or less
         sign = pc.take(pa.array([1, -1, 1, -1], int64), self.kinds(table))
         if query.group_by:
-            codes = _integer_codes(table, query.group_by) or group_codes(table, query.group_by)
+            # only the grouping counts here, not the group numbers' order
+            codes = integer_codes(column(table, query.group_by[0])) if len(query.group_by) == 1 else None
+            codes = group_codes(table, query.group_by) if codes is None else codes
             order = group_order(codes)
             groups = pc.take(codes, order)
         else:
@@ -345,25 +348,6 @@ def _running_extreme(values: Any, lives: Runs, greatest: bool) -> Any:
     slot = pc.call("index_in", best, options=_lookup(present))
     out = pc.take(by_rank, slot)
     return pc.if_else(pc.equal(best, 0), pa.scalar(None, values.type), out) if n else out
-
-
-def _integer_codes(table: Any, group_by: tuple[str, ...]) -> Any:
-    """One integer group column of a dense range: its values less the least (nulls after the
-    greatest) are group numbers already — no hash table of them (``dictionary_encode``: 30 ms
-    a million rows). Only the grouping counts here, not the numbers' order. None otherwise."""
-    pa = _pa()
-    if len(group_by) != 1:
-        return None
-    values = column(table, group_by[0])
-    n = len(values)
-    if not pa.types.is_integer(values.type) or not n or values.null_count == n:
-        return None
-    extremes = pc.call("min_max", values).as_py()
-    low, high = extremes["min"], extremes["max"]
-    if high - low >= min(4 * n, 2**31 - 2) or high >= 2**63:  # sparse (more sort passes), or past int64
-        return None
-    codes = pc.cast(pc.call("subtract", pc.cast(values, pa.int64()), low), pa.int32())
-    return pc.fill_null(codes, high - low + 1) if values.null_count else codes
 
 
 def _has_negative_zero(table: Any, columns: list[str]) -> bool:

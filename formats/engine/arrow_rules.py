@@ -165,6 +165,22 @@ def group_order(codes: Any) -> Any:
     return order
 
 
+def integer_codes(values: Any) -> Any:
+    """Group numbers of an integer column of a dense range, where their order does not count:
+    its values less the least (nulls after the greatest), with no hash table of them
+    (``dictionary_encode``: 16 ms a million rows, this 2). None for other columns."""
+    pa = _pa()
+    n = len(values)
+    if not pa.types.is_integer(values.type) or not n or values.null_count == n:
+        return None
+    extremes = pc.call("min_max", values).as_py()
+    low, high = extremes["min"], extremes["max"]
+    if high - low >= min(4 * n, 2**31 - 2) or high >= 2**63:  # sparse (more sort passes), or past int64
+        return None
+    codes = pc.cast(pc.call("subtract", pc.cast(values, pa.int64()), low), pa.int32())
+    return pc.fill_null(codes, high - low + 1) if values.null_count else codes
+
+
 def grouped(table: Any, columns: tuple[str, ...] | list[str]) -> tuple[Any, Any]:
     """The rows of ``table`` lined up by their values of ``columns``, input order kept within a
     group: (row indices in that order, their group numbers in that order).
@@ -180,7 +196,9 @@ def grouped(table: Any, columns: tuple[str, ...] | list[str]) -> tuple[Any, Any]
     if not arrays:  # one group
         return arange(n), pa.repeat(pa.scalar(0, pa.int32()), n)
     if len(arrays) == 1 or n < GROUP_BY_ROWS:
-        codes = group_codes(table, columns)
+        # the groups' order does not count (their rows keep theirs): integers number themselves
+        codes = integer_codes(arrays[0]) if len(arrays) == 1 else None
+        codes = group_codes(table, columns) if codes is None else codes
         order = group_order(codes)
         return order, pc.take(codes, order)
     data = {f"k{i}": a for i, a in enumerate(arrays)}
