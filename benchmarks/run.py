@@ -334,8 +334,7 @@ def state_memory(data: Path, n: int, tmp: Path, repeat: int) -> list[str]:
         peaks = []
         for path in (big, small):
             runs = [
-                measure([cdc, "materialize", str(path), *args, "-o", str(tmp / out)], env=env)
-                for _ in range(repeat)
+                measure([cdc, "materialize", str(path), *args, "-o", str(tmp / out)], env=env) for _ in range(repeat)
             ]
             peaks.append(max(p for _, p in runs) * 1024)
         per_key = (peaks[0] - peaks[1]) / n
