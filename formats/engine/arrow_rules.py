@@ -235,7 +235,7 @@ def expand_rows(order: Any, counts: Any, rows: int | None = None) -> tuple[Any, 
     offsets = pa.concat_arrays([pa.array([0], pa.int32()), pc.call("cumulative_sum", per_row)])
     total = offsets[len(offsets) - 1].as_py()
     rows = pc.call("list_parent_indices", pa.ListArray.from_arrays(offsets, pa.nulls(total, pa.int8())))
-    second = pc.call("not_equal", pc.take(offsets, rows), pc.cast(arange(total), pa.int32()))
+    second = same_as_previous(rows)  # a change's second slot follows its first
     return pc.take(back, rows), second, rows
 
 
