@@ -30,11 +30,14 @@ from cdc.formats.engine.arrow_rules import (
     ChangeRules,
     column,
     comparable,
+    count_codes,
     count_true,
-    expand,
+    expand_rows,
     group_codes,
+    group_order,
     groupable_key,
     has_nan,
+    integer_codes,
     same_as_previous,
 )
 from cdc.formats.engine.empty import Empty, empty_result
@@ -115,7 +118,7 @@ class Aggregate(ChangeRules):
         if self._misfit(log, sink):
             return False
         self.counts = counts
-        for kind, n in zip(KINDS, [count_true(pc.equal(kinds, i)) for i in range(4)], strict=True):
+        for kind, n in zip(KINDS, count_codes(kinds), strict=True):
             if n:
                 self.result.counts.by_kind[kind] += n
         sink.table(log)
@@ -158,26 +161,30 @@ class Aggregate(ChangeRules):
             return None  # Python keeps the first of -0.0 and 0.0, and no NaN is greater or less
         sign = pc.take(pa.array([1, -1, 1, -1], int64), self.kinds(table))
         if query.group_by:
-            codes = group_codes(table, query.group_by)
-            order = pc.call("sort_indices", codes)
+            # only the grouping counts here, not the group numbers' order
+            codes = integer_codes(column(table, query.group_by[0])) if len(query.group_by) == 1 else None
+            codes = group_codes(table, query.group_by) if codes is None else codes
+            order = group_order(codes)
             groups = pc.take(codes, order)
         else:
             order = pc.cast(pc.indices_nonzero(pa.repeat(True, n)), int64)
-            groups = pa.array([0] * n, int64)
+            groups = pa.repeat(pa.scalar(0, int64), n)
         same = same_as_previous(groups)
         sg = pc.take(sign, order)
-        count = _running(sg, pc.invert(same))
+        count = _running(sg, Runs(pc.invert(same)))
         if pc.any(pc.call("less", count, 0)).as_py():
             return None  # a retraction of a group that does not exist
         created = pc.equal(pc.call("subtract", count, sg), 0)
-        epoch = pc.call("cumulative_sum", pc.cast(created, int64))
+        lives = Runs(created)  # a group's life: from the change that creates it
+        epoch = lives.number
         if self.spec.policy != Policy.ignore and query.retractions and self._unmatched(table, order, epoch, sg):
             return None
         retraction = pc.equal(sg, -1)
         deleted = pc.and_(retraction, pc.equal(count, 0))
         after: list[Any] = []  # each aggregate's value after each change (in group order)
+        memo: dict[Any, Any] = {}  # what aggregates of one column (or none) share
         for call in query.aggs:
-            value = self._values(table, call, order, sg, created)
+            value = self._values(table, call, order, sg, lives, memo)
             if value is None:
                 return None
             after.append(value)
@@ -209,37 +216,47 @@ class Aggregate(ChangeRules):
         made = pc.if_else(updated, pa.scalar(2 if retract else 1, int8), made)
         first_kind = pc.if_else(created, pa.scalar(0, int8), pa.scalar(1 if retract else 2, int8))
         first_kind = pc.if_else(deleted, pa.scalar(3, int8), first_kind)
-        first_before = pc.or_(deleted, pc.and_(updated, pa.scalar(retract)))
-        at, second = expand(order, made)
+        at, second, rows = expand_rows(order, made)
         kinds_all = pc.if_else(second, pa.scalar(2, int8), pc.take(first_kind, at))
-        before = pc.and_(pc.invert(second), pc.take(first_before, at))
+        # -U and -D (the odd kinds) show the value before their change
+        before = pc.call("bit_wise_and", kinds_all, pa.scalar(1, int8))
         source = pc.call("subtract", at, pc.cast(before, int64))
         columns: dict[str, Any] = {self.kc: pc.take(pa.array(list(KINDS), pa.string()), kinds_all)}
-        if query.group_by:
-            rows = pc.cast(order, int64)
-            creator = pc.call("fill_null_forward", pc.if_else(created, rows, pa.scalar(None, int64)))
-            sources = pc.take(creator, at)
-            for name in query.group_by:
-                columns[name] = pc.take(column(table, name), sources)
+        # A change's own group values are its group's (group columns are never floats, whose
+        # -0.0 and 0.0 group together): taken in input order, not gathered from the group's
+        # first change.
+        for name in query.group_by:
+            columns[name] = pc.take(column(table, name), rows)
         for call, value in zip(query.aggs, after, strict=True):
             columns[call.name] = pc.take(value, source)
         return pa.table(columns), kinds_all, counts
 
-    def _values(self, table: Any, call: Any, order: Any, sg: Any, created: Any) -> Any:
-        """One aggregate's value after each change, in group order (None: for the row path)."""
+    def _values(self, table: Any, call: Any, order: Any, sg: Any, lives: Runs, memo: dict[Any, Any]) -> Any:
+        """One aggregate's value after each change, in group order (None: for the row path).
+        ``memo`` keeps the record count and each column's values and count for the next."""
         pa = _pa()
         int64 = pa.int64()
-        if call.arg is None:  # COUNT(*): the record count
-            return _running(sg, created)
-        values = pc.take(column(table, call.arg), order)
-        present = pc.cast(pc.is_valid(values), int64)
-        counted = _running(pc.call("multiply", sg, present), created)
+        if None not in memo:  # COUNT(*): the record count
+            memo[None] = _running(sg, lives)
+        if call.arg is None:
+            return memo[None]
+        if ("values", call.arg) not in memo:
+            memo["values", call.arg] = pc.take(column(table, call.arg), order)
+        values = memo["values", call.arg]
+        if call.func in ("MIN", "MAX"):
+            return _running_extreme(values, lives, call.func == "MAX")
+        if ("count", call.arg) not in memo:  # the non-null values: without nulls, the record count
+            present = pc.cast(pc.is_valid(values), int64)
+            memo["count", call.arg] = (
+                _running(pc.call("multiply", sg, present), lives) if values.null_count else memo[None]
+            )
+        counted = memo["count", call.arg]
         if call.func == "COUNT":
             return counted
         if call.func in ("SUM", "AVG"):
             try:
                 signed = pc.call("multiply_checked", sg, pc.fill_null(pc.cast(values, int64), 0))
-                total = _running(signed, created, checked=True)
+                total = _running(signed, lives, checked=True)
             except pa.ArrowInvalid:  # past 64 bits: Python's integers do not overflow
                 return None
             empty = pc.equal(counted, 0)
@@ -247,7 +264,7 @@ class Aggregate(ChangeRules):
                 return pc.if_else(empty, pa.scalar(None, int64), total)
             safe = pc.if_else(empty, pa.scalar(1, int64), counted)
             return pc.if_else(empty, pa.scalar(None, int64), pc.call("divide", total, safe))
-        return _running_extreme(values, created, call.func == "MAX")
+        raise AssertionError(call.func)  # takes() admits no other
 
     def _unmatched(self, table: Any, order: Any, epoch: Any, sg: Any) -> bool:
         """Does a retraction take a group's count of its operands below zero (a row the group
@@ -257,8 +274,8 @@ class Aggregate(ChangeRules):
             return False
         in_order = pc.take(table.select(args), order).append_column("__cdc_epoch", epoch)
         codes = group_codes(in_order, ["__cdc_epoch", *args])
-        again = pc.call("sort_indices", codes)
-        counts = _running(pc.take(sg, again), pc.invert(same_as_previous(pc.take(codes, again))))
+        again = group_order(codes)
+        counts = _running(pc.take(sg, again), Runs(pc.invert(same_as_previous(pc.take(codes, again)))))
         return bool(pc.any(pc.call("less", counts, 0)).as_py())
 
     def hand_over(self, steps_for: Callable[..., Any], where: Any) -> Any:
@@ -272,19 +289,32 @@ class Aggregate(ChangeRules):
         self.result.detail = AggregateSummary(counts, Findings(self.spec.policy))
 
 
-def _running(steps: Any, starts: Any, checked: bool = False) -> Any:
-    """Running sums of ``steps`` that start again where ``starts`` is true (and at the first)."""
-    pa = _pa()
-    int64 = pa.int64()
+class Runs:
+    """Runs of rows that begin where ``starts`` is true (and at the first row), for running
+    values that start again at each: where each run begins (``at``), each row's run (``run``,
+    from 0; ``number`` from 1). Worked out once for every running value over the same runs."""
+
+    def __init__(self, starts: Any):
+        pa = _pa()
+        if len(starts) and not starts[0].as_py():
+            starts = pa.concat_arrays([pa.array([True]), starts.slice(1)])
+        self.starts = starts
+        self.at = pc.indices_nonzero(starts)
+        self.number = pc.call("cumulative_sum", pc.cast(starts, pa.int64()))
+        self.run = pc.call("subtract", self.number, 1)
+
+
+def _running(steps: Any, runs: Runs, checked: bool = False) -> Any:
+    """Running sums of ``steps`` that start again at each run: the running sum of the whole
+    less its value before the run began (one value per run, spread by a take of ordered
+    indices: cheaper than forward-filling a column of nulls)."""
     total = pc.call("cumulative_sum_checked" if checked else "cumulative_sum", steps)
-    base = pc.if_else(starts, pc.call("subtract", total, steps), pa.scalar(None, int64))
-    if len(base) and not base[0].is_valid:
-        base = pa.concat_arrays([pa.array([0], int64), base.slice(1)])
-    return pc.call("subtract", total, pc.call("fill_null_forward", base))
+    before = pc.call("subtract", pc.take(total, runs.at), pc.take(steps, runs.at))
+    return pc.call("subtract", total, pc.take(before, runs.run))
 
 
-def _running_extreme(values: Any, starts: Any, greatest: bool) -> Any:
-    """The least (greatest) non-null value so far in each run that begins at ``starts``: each
+def _running_extreme(values: Any, lives: Runs, greatest: bool) -> Any:
+    """The least (greatest) non-null value so far in each of the runs ``lives``: each
     run's values lifted above the runs before it, one running maximum. Integers are lifted as
     they are (when the lifted values fit 64 bits); other values by their dense ranks."""
     from pyarrow._compute import RankOptions
@@ -296,14 +326,12 @@ def _running_extreme(values: Any, starts: Any, greatest: bool) -> Any:
         extremes = pc.call("min_max", values).as_py()
         low, high = extremes["min"], extremes["max"]
         width = high - low + 2  # 0: no value yet; 1…: the value above the least
-        runs = int(pc.call("sum", pc.cast(starts, int64)).as_py() or 0)
-        if (runs + 1) * width < 2**62:
+        if (len(lives.at) + 1) * width < 2**62:
             shifted = pc.call("subtract", pc.cast(values, int64), low - 1)
             if not greatest:
                 shifted = pc.call("subtract", width, shifted)
             shifted = pc.fill_null(shifted, 0)
-            run = pc.call("cumulative_sum", pc.cast(starts, int64))
-            base = pc.call("multiply", run, width)
+            base = pc.call("multiply", lives.number, width)
             best = pc.call("subtract", pc.call("cumulative_max", pc.call("add", base, shifted)), base)
             value = pc.call("add", best, low - 1) if greatest else pc.call("subtract", width + low - 1, best)
             return pc.if_else(pc.equal(best, 0), pa.scalar(None, values.type), pc.cast(value, values.type))
@@ -312,7 +340,7 @@ def _running_extreme(values: Any, starts: Any, greatest: bool) -> Any:
     if not greatest:
         rank = pc.call("subtract", top, rank)
     rank = pc.if_else(pc.is_valid(values), rank, pa.scalar(0, int64))  # 0: no value yet
-    run = pc.call("cumulative_sum", pc.cast(starts, int64))
+    run = lives.number
     lifted = pc.call("add", pc.call("multiply", run, top + 1), rank)
     best = pc.call("subtract", pc.call("cumulative_max", lifted), pc.call("multiply", run, top + 1))
     # back from ranks to values: a rank's first row holds it

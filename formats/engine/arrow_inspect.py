@@ -74,8 +74,14 @@ class Inspect:
 
         both = keys if self.keys is None else pa.concat_tables([self.keys, keys.cast(self.keys.schema)])
         codes = group_codes(both, list(self.spec.key))  # numbered in order of first appearance
-        groups = int(pc.call("max", codes).as_py() or 0) + 1 if len(codes) else 0
-        firsts = pc.index_in(pa.array(range(groups), codes.type), value_set=codes)  # each number's first row
+        if not len(codes):
+            self.keys = both
+            return
+        # so a number's first row is where the running greatest number grows (one pass, where
+        # looking each number up in the codes by index_in is a hash table of them all)
+        top = pc.call("cumulative_max", codes)
+        grows = pc.call("greater", top.slice(1), top.slice(0, len(top) - 1))
+        firsts = pc.indices_nonzero(pa.concat_arrays([pa.array([True]), grows]))
         self.keys = pc.take(both, firsts)
 
     def _merge_times(self, times: Any) -> None:

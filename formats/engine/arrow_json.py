@@ -101,7 +101,7 @@ def object_texts(columns: list[tuple[str, Any]], length: int) -> Any:
     from cdc.formats.engine import arrow_compute as pc
 
     if not columns:
-        return pa.array(["{}"] * length, pa.string())
+        return pa.repeat(pa.scalar("{}", pa.string()), length)
     members = [pc.binary_join_element_wise(member_prefix(name), value_texts(array), "") for name, array in columns]
     inner = pc.binary_join_element_wise(*members, ",")
     return pc.binary_join_element_wise("{", inner, "}", "")

@@ -41,6 +41,7 @@ from cdc.formats.engine.arrow_rules import (
     rows_equal,
     same_as_next,
     same_as_previous,
+    without,
 )
 from cdc.formats.engine.job import Result
 
@@ -69,6 +70,9 @@ class Replay(ChangeRules):
         self.since = TimePoint(spec.since) if spec.since is not None else None
         self.until = TimePoint(spec.until) if spec.until is not None else None
         self.at_since: Any = None  # --net: the state at --since
+        # a change and the stored row it meets are of one key: equal key values (Arrow groups
+        # keys as Python compares them), so only the other columns tell them apart
+        self.unkeyed = without(self.images, spec.key)
 
     def apply(self, table: Any, offset: int, sink: Any) -> bool:
         pa = _pa()
@@ -186,7 +190,7 @@ class Replay(ChangeRules):
         updated = pc.and_(put, live)
         if pc.any(updated).as_py() and not self.spec.keep_noop:
             at = pc.indices_nonzero(updated)
-            unchanged = rows_equal(work, pc.take(rows, at), pc.take(stored, at), self.images)
+            unchanged = rows_equal(work, pc.take(rows, at), pc.take(stored, at), self.unkeyed)
             noop = pc.call("replace_with_mask", pa.repeat(False, len(kinds)), updated, unchanged)
             updated = pc.and_(updated, pc.invert(noop))
         else:
@@ -203,9 +207,8 @@ class Replay(ChangeRules):
         last = pc.invert(same_as_next(same_as_previous(pc.filter(groups, mask))))
         keep = pc.and_(last, pc.filter(holds, mask))
         new_state = pc.take(work, pc.filter(pc.filter(rows, mask), keep)).drop_columns(["__cdc_emit"])
-        new_state = new_state.set_column(
-            new_state.schema.get_field_index(STATE_KIND), STATE_KIND, pa.array([LIVE] * count_true(keep), pa.int8())
-        )
+        live = pa.repeat(pa.scalar(LIVE, pa.int8()), count_true(keep))
+        new_state = new_state.set_column(new_state.schema.get_field_index(STATE_KIND), STATE_KIND, live)
         new_state = new_state.set_column(
             new_state.schema.get_field_index(STATE_SEQ), STATE_SEQ, pc.filter(pc.filter(places, mask), keep)
         )
@@ -251,7 +254,7 @@ class Replay(ChangeRules):
         if not pc.any(deletes).as_py():
             return True
         at = pc.indices_nonzero(deletes)
-        return bool(pc.all(rows_equal(work, pc.take(rows, at), pc.take(stored, at), self.images)).as_py())
+        return bool(pc.all(rows_equal(work, pc.take(rows, at), pc.take(stored, at), self.unkeyed)).as_py())
 
     def hand_over(self, steps_for: Callable[..., Any], where: Any) -> Any:
         replayer = Replayer(self.spec, self.counts)

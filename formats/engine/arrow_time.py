@@ -34,7 +34,7 @@ def distinct(column: Any) -> tuple[list[Any], Any]:
 
     column = _array(column)
     if _pa().types.is_null(column.type):
-        return [None], _pa().array([0] * len(column), _pa().int32())
+        return [None], _pa().repeat(_pa().scalar(0, _pa().int32()), len(column))
     encoded = pc.call("dictionary_encode", column, options=DictionaryEncodeOptions("encode"))
     return encoded.dictionary.to_pylist(), encoded.indices
 
@@ -56,9 +56,9 @@ def _compare_integers(column: Any, number: Decimal) -> Any:
     exact = floor == number
     lo, hi = -(2**63), 2**63 - 1
     if floor < lo:
-        return pa.array([1] * len(column), pa.int8())
+        return pa.repeat(pa.scalar(1, pa.int8()), len(column))
     if floor > hi:
-        return pa.array([-1] * len(column), pa.int8())
+        return pa.repeat(pa.scalar(-1, pa.int8()), len(column))
     bound = pa.scalar(floor, pa.int64())
     wide = pc.cast(column, pa.int64()) if column.type != pa.int64() else column
     # sign(value - number): above the floor is after (or, if number is whole, at when equal)

@@ -103,7 +103,7 @@ class AsOf(Materialize):
         """The state after ``work`` (carried versions, then the chunk's counting changes)."""
         from pyarrow._compute import SortOptions
 
-        from cdc.formats.engine.arrow_rules import group_codes, same_as_next
+        from cdc.formats.engine.arrow_rules import group_codes, group_order, same_as_next
         from cdc.formats.engine.arrow_time import ranks
 
         pa = _pa()
@@ -115,7 +115,7 @@ class AsOf(Materialize):
             return False
         codes = group_codes(work, self.spec.key)  # dense, numbered in order of first appearance
         # each key's place: its first counting change (a carried version keeps its own)
-        order = pc.call("sort_indices", codes)
+        order = group_order(codes)
         first = pc.filter(order, pc.invert(same_as_previous(pc.take(codes, order))))
         places = pc.take(column(work, STATE_SEQ), first)  # by group number
         # each key's version: the greatest time, the latest arrival on a tie

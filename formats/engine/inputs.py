@@ -85,10 +85,10 @@ def first_columns(path: str, fmt: str) -> list[str] | None:
         except csv.Error:  # the run's reader says what is wrong with the header
             return None
     if fmt == "parquet":
-        import pyarrow.parquet as pq
+        from cdc.formats.parquet.io import read_schema  # not pyarrow.parquet: it imports pyarrow.compute
 
         try:
-            return list(pq.read_schema(path).names)
+            return list(read_schema(path).names)
         except Exception:  # noqa: BLE001 - a bad file: the run itself says what is wrong with it
             return None
     return None
