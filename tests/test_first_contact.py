@@ -260,6 +260,48 @@ def test_04_an_empty_replay_or_conversion_has_the_columns_and_types_of_a_full_on
                     assert takers == ({"rows", "lines-arrow"} if out.suffix == ".parquet" else {"rows"}), (name, takers)
 
 
+def test_04_an_input_without_rows_or_columns_gives_an_empty_file_on_every_path(tmp_path: Path) -> None:
+    """Nothing is known of the columns: no header, no schema (a header-only CSV or a Parquet
+    file without rows declares them)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from cdc.core.convert import from_changelog_spec, to_changelog_spec
+    from cdc.core.model import OnError
+    from cdc.core.specs import ReplaySpec
+
+    specs = {
+        "replay": ReplaySpec(("id",), time_column="t", until=0),
+        "from-changelog": from_changelog_spec(op_mapping=["c=INSERT"], drop=["INSERT"]),
+        "to-changelog": to_changelog_spec(drop=["INSERT"]),
+    }
+    nothing = tmp_path / "nothing.jsonl"
+    nothing.write_bytes(b"")
+    no_object = tmp_path / "no-object.jsonl"  # lines, but no row: blank, not JSON, not an object
+    no_object.write_bytes(b'\n  \n[1, 2]\n"op"\n{bad\n')
+    no_header = tmp_path / "nothing.csv"
+    no_header.write_bytes(b"")
+    header = tmp_path / "header.csv"
+    header.write_text("op,id,t\n")
+    for name, spec in specs.items():
+        for src in (nothing, no_object, no_header):
+            for out in (tmp_path / "out.parquet", tmp_path / "out.csv"):
+                written = _on_every_path(spec, src, out, on_error=OnError.skip)
+                assert set(map(str, written.values())) == {"[]" if out.suffix == ".parquet" else ""}, (
+                    name,
+                    src,
+                    written,
+                )
+        written = _on_every_path(spec, header, tmp_path / "out.csv")
+        assert set(written.values()) == {"op,id,t\n"}, (name, written)
+        parquet = tmp_path / "no-rows.parquet"
+        pq.write_table(pa.table({"op": pa.array([], pa.string()), "id": pa.array([], pa.int64())}), parquet)
+        typed = [("op", "string"), ("id", "string"), ("t", "string")]  # CSV values are text
+        for src, types in ((header, typed), (parquet, [("op", "string"), ("id", "int64")])):
+            written = _on_every_path(spec, src, tmp_path / "out.parquet")  # as a run with rows types them
+            assert set(map(str, written.values())) == {str(types)}, (name, written)
+
+
 def test_05_outputs_follow_the_umask_keep_modes_and_symlinks(tmp_path: Path) -> None:
     source = SAMPLES / "orders-ops.csv"
     new = tmp_path / "new.jsonl"
