@@ -77,14 +77,15 @@ def test_04_an_empty_table_or_aggregate_keeps_its_columns(tmp_path: Path) -> Non
     assert run_cdc([*args, "-f", "csv"]).stdout == b"op,v,c\n"
 
 
-def _on_every_path(spec: Any, src: Path, out: Path) -> dict[str, Any]:
-    """What each path that takes the job writes: the Parquet schema, or the CSV text."""
+def _on_every_path(spec: Any, src: Path, out: Path, **options: Any) -> dict[str, Any]:
+    """What each path that takes the job (with these ``Job`` options) writes: the Parquet
+    schema, or the CSV text."""
     from cdc.formats.engine.inputs import resolve
     from cdc.formats.engine.job import Job
     from cdc.formats.engine.plan import PATHS
     from cdc.formats.engine.run import run_job
 
-    job = Job(spec, (str(src),), output=str(out))
+    job = Job(spec, (str(src),), output=str(out), **options)
     written = {}
     for name, make in PATHS.items():
         if make().accepts(resolve(job)):
@@ -154,6 +155,151 @@ def test_04_an_empty_result_has_the_columns_and_types_of_a_full_one_on_every_pat
     )
     assert set(written) == {"rows", "arrow-state"}
     assert list(written.values()) == [[("op", "string"), ("v", "string"), ("c", "int64")]] * 2
+
+
+def test_04_an_empty_replay_or_conversion_has_the_columns_and_types_of_a_full_one_on_every_path(
+    tmp_path: Path,
+) -> None:
+    from cdc.core.convert import from_changelog_spec, to_changelog_spec
+    from cdc.core.model import OnError
+    from cdc.core.specs import ReplaySpec
+    from cdc.formats.engine.job import Job
+    from cdc.formats.engine.run import run_job
+
+    row = {"id": 1, "v": "a", "f": 1.5, "ok": True, "t": 3, "n": None}
+
+    def inputs(name: str, rows: list[dict[str, Any]]) -> dict[str, Path]:
+        made = {"jsonl": write_jsonl(tmp_path / f"{name}.jsonl", rows)}
+        made["csv"] = write_csv(tmp_path / f"{name}.csv", rows)
+        made["parquet"] = write_parquet(tmp_path / f"{name}.parquet", rows)
+        return made
+
+    changes = [{"op": "+I", **row}, {"op": "-D", **row}]
+    plain = [{"op": "c", **row}, {"op": "d", **row}]
+    codes = ["c=INSERT", "d=DELETE"]
+    skip = {"on_error": OnError.skip}
+    # name: (the spec of an empty result, its input, its Job options, the spec of a full run, its input)
+    jobs: dict[str, tuple[Any, list[dict[str, Any]], dict[str, Any], Any, list[dict[str, Any]]]] = {
+        "replay --until": (ReplaySpec(("id",), time_column="t", until=0), changes, {}, ReplaySpec(("id",)), changes),
+        "replay --since": (ReplaySpec(("id",), time_column="t", since=9), changes, {}, ReplaySpec(("id",)), changes),
+        "replay --net": (  # the row comes and goes between --since and --until: no net change
+            ReplaySpec(("id",), time_column="t", since=0, until=9, net=True),
+            changes,
+            {},
+            ReplaySpec(("id",)),
+            changes,
+        ),
+        "replay append": (
+            ReplaySpec(("id",), input_mode="append", time_column="t", until=0),
+            [row],
+            {},
+            ReplaySpec(("id",), input_mode="append"),
+            [row],
+        ),
+        "from-changelog --drop": (
+            from_changelog_spec(op_mapping=codes, drop=["INSERT", "DELETE"]),
+            plain,
+            {},
+            from_changelog_spec(op_mapping=codes),
+            plain,
+        ),
+        "from-changelog --drop a kind": (  # every row a delete
+            from_changelog_spec(op_mapping=codes, drop=["DELETE"], kind_column="k", keys=["v"]),
+            plain[1:],
+            {},
+            from_changelog_spec(op_mapping=codes, kind_column="k", keys=["v"]),
+            plain,
+        ),
+        "from-changelog --on-error skip": (
+            from_changelog_spec(op_mapping=codes),
+            changes,  # +I and -D are no codes of the mapping
+            skip,
+            from_changelog_spec(op_mapping=codes),
+            plain,
+        ),
+        "to-changelog --drop": (
+            to_changelog_spec(drop=["INSERT", "DELETE"]),
+            changes,
+            {},
+            to_changelog_spec(),
+            changes,
+        ),
+        "to-changelog --on-error skip": (
+            to_changelog_spec(op="code"),
+            plain,  # c and d are no kinds
+            skip,
+            to_changelog_spec(op="code"),
+            changes,
+        ),
+    }
+    jsonl_types = [("id", "int64"), ("v", "string"), ("f", "double"), ("ok", "bool"), ("t", "int64"), ("n", "string")]
+    for name, (spec, rows, options, full_spec, full_rows) in jobs.items():
+        empty, full = inputs(name, rows), inputs(f"{name} full", full_rows)
+        for fmt in empty:
+            full_out = tmp_path / "full.parquet"  # the types a run with rows writes
+            assert run_job(Job(full_spec, (str(full[fmt]),), output=str(full_out)), path="rows").counts.written
+            expected = _schema(full_out)
+            header = ",".join(name for name, _ in expected) + "\n"
+            if fmt == "jsonl":
+                kind = expected[0]
+                assert kind[1] == "string" and [c for c in expected if c != kind] == (
+                    [("v", "string"), *(c for c in jsonl_types if c[0] != "v")]
+                    if name.endswith("a kind")
+                    else jsonl_types
+                ), (name, expected)
+            for out in (tmp_path / "out.parquet", tmp_path / "out.csv"):
+                written = _on_every_path(spec, empty[fmt], out, **options)
+                assert len(set(map(str, written.values()))) == 1, (name, fmt, written)
+                assert written["rows"] == (expected if out.suffix == ".parquet" else header), (name, fmt, written)
+                takers = set(written)
+                if name.startswith("replay"):
+                    assert takers == ({"rows"} if fmt == "jsonl" else {"rows", "arrow-state"}), (name, fmt, takers)
+                elif fmt != "jsonl":
+                    assert takers == {"rows", "arrow"}, (name, fmt, takers)
+                else:
+                    assert takers == ({"rows", "lines-arrow"} if out.suffix == ".parquet" else {"rows"}), (name, takers)
+
+
+def test_04_an_input_without_rows_or_columns_gives_an_empty_file_on_every_path(tmp_path: Path) -> None:
+    """Nothing is known of the columns: no header, no schema (a header-only CSV or a Parquet
+    file without rows declares them)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from cdc.core.convert import from_changelog_spec, to_changelog_spec
+    from cdc.core.model import OnError
+    from cdc.core.specs import ReplaySpec
+
+    specs = {
+        "replay": ReplaySpec(("id",), time_column="t", until=0),
+        "from-changelog": from_changelog_spec(op_mapping=["c=INSERT"], drop=["INSERT"]),
+        "to-changelog": to_changelog_spec(drop=["INSERT"]),
+    }
+    nothing = tmp_path / "nothing.jsonl"
+    nothing.write_bytes(b"")
+    no_object = tmp_path / "no-object.jsonl"  # lines, but no row: blank, not JSON, not an object
+    no_object.write_bytes(b'\n  \n[1, 2]\n"op"\n{bad\n')
+    no_header = tmp_path / "nothing.csv"
+    no_header.write_bytes(b"")
+    header = tmp_path / "header.csv"
+    header.write_text("op,id,t\n")
+    for name, spec in specs.items():
+        for src in (nothing, no_object, no_header):
+            for out in (tmp_path / "out.parquet", tmp_path / "out.csv"):
+                written = _on_every_path(spec, src, out, on_error=OnError.skip)
+                assert set(map(str, written.values())) == {"[]" if out.suffix == ".parquet" else ""}, (
+                    name,
+                    src,
+                    written,
+                )
+        written = _on_every_path(spec, header, tmp_path / "out.csv")
+        assert set(written.values()) == {"op,id,t\n"}, (name, written)
+        parquet = tmp_path / "no-rows.parquet"
+        pq.write_table(pa.table({"op": pa.array([], pa.string()), "id": pa.array([], pa.int64())}), parquet)
+        typed = [("op", "string"), ("id", "string"), ("t", "string")]  # CSV values are text
+        for src, types in ((header, typed), (parquet, [("op", "string"), ("id", "int64")])):
+            written = _on_every_path(spec, src, tmp_path / "out.parquet")  # as a run with rows types them
+            assert set(map(str, written.values())) == {str(types)}, (name, written)
 
 
 def test_05_outputs_follow_the_umask_keep_modes_and_symlinks(tmp_path: Path) -> None:

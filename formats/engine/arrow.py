@@ -48,7 +48,7 @@ def run(job: Job, current: Session) -> Result:
         job.spec, result.counts
     )
     writer = BatchWriter(current.open_output().stream, job.out_format)
-    empty_schema = None
+    empty_schema = declared = None
     for path, fmt in zip(job.inputs, job.formats, strict=True):
         reader: Any = open_reader(path, fmt, current.reject, current.on_bytes)
         current.where = reader.location
@@ -60,7 +60,11 @@ def run(job: Job, current: Session) -> Result:
                     writer.write(converted)
         finally:
             result.read += reader.records
+            if declared is None and reader.columns is not None:
+                declared = (reader.columns, reader.arrow_schema)
             reader.close()
+    if empty_schema is None and declared is not None:  # no batch: a header, a schema without rows
+        empty_schema = _declared_empty(job.spec, *declared)
     writer.close(empty_schema)
     result.counts.written = sum(result.counts.by_kind.values())
     result_skips(current, result)
@@ -76,6 +80,21 @@ def _as_empty(schema: Any, hints: Any) -> Any:
         return schema
     types = {f.name: f.type for f in hints}
     return pa.schema([pa.field(f.name, types.get(f.name, f.type)) for f in schema])
+
+
+def _declared_empty(spec: Any, names: list[str], hints: Any) -> Any:
+    """The schema of a result without rows of an input without rows that declares its columns,
+    as the row path's writer makes it (``empty.empty_result``): a column named like an input
+    column has its type, others are text."""
+    import pyarrow as pa
+
+    from cdc.formats.engine.empty import empty_result
+
+    shape = empty_result(spec, names, None)
+    if shape is None:
+        return None
+    types = {f.name: f.type for f in hints} if hints is not None else {}
+    return pa.schema([pa.field(n, types.get(n, pa.string())) for n in shape.columns])
 
 
 # (batch, where(i) → location of row i, reject(err, raw)) → the converted batch
@@ -284,9 +303,13 @@ class BatchWriter:
         return ArrowCsvWriter(self._stream, schema, "\t" if self._fmt == "tsv" else ",")
 
     def close(self, empty_schema: Any = None) -> None:
+        """``empty_schema``: the schema of a result without rows, when its columns are known
+        (else a Parquet file of no column: a valid file all the same, as the row path writes)."""
         self._finish()
-        if self._writer is None and empty_schema is not None:
-            self._writer = self._open(empty_schema)
+        if self._writer is None and (empty_schema is not None or self._fmt == "parquet"):
+            import pyarrow as pa
+
+            self._writer = self._open(empty_schema if empty_schema is not None else pa.schema([]))
         if self._writer is not None:
             self._writer.close()
         self._stream.flush()

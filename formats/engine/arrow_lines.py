@@ -28,6 +28,7 @@ from typing import Any
 from cdc.core.errors import CdcError, InputError, Location
 from cdc.core.specs import FromChangelogSpec, ToChangelogSpec
 from cdc.core.stats import Counts
+from cdc.formats.engine.empty import empty_result, examples_for
 from cdc.formats.engine.job import Job, Result
 from cdc.formats.engine.session import Rejects, Session, result_skips
 from cdc.formats.streams import STDIO, Output
@@ -395,11 +396,14 @@ def _run(job: Job, current: Session, result: Result) -> Result:
 
     writer = ParquetWriter(current.open_output().stream)
     blocks = Blocks(job, current, result, writer)
+    examples = examples_for(job.spec, job.out_format)  # the first rows, for an empty result
     try:
         for path in job.inputs:
             stream = decompressed(open_input(path, current.on_bytes), display_name(path))
             try:
                 for chunk, first_line in read_chunks(stream):
+                    if examples is not None and not examples.full:
+                        examples.add_lines(chunk)
                     blocks.feed(chunk, first_line, display_name(path))
             finally:
                 if path != STDIO:
@@ -407,8 +411,13 @@ def _run(job: Job, current: Session, result: Result) -> Result:
         blocks.close()
     finally:
         blocks.shutdown()
+    # A result without rows: the columns of the first rows read (JSON lines declare none).
+    shape = empty_result(job.spec, None, examples) if not sum(result.counts.by_kind.values()) else None
     try:
-        writer.close([])  # a result without rows: JSON lines declare no columns
+        if shape is None:
+            writer.close()
+        else:
+            writer.close(shape.columns, shape.examples)
     except CdcError as err:  # the last rows refused: the row path says where
         raise WriterFailed(err) from None
     result.counts.written = sum(result.counts.by_kind.values())

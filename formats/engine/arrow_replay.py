@@ -43,6 +43,7 @@ from cdc.formats.engine.arrow_rules import (
     same_as_previous,
     without,
 )
+from cdc.formats.engine.empty import Empty, empty_result
 from cdc.formats.engine.job import Result
 
 
@@ -275,6 +276,10 @@ class Replay(ChangeRules):
             table.put(key, row)
             if order_by is not None:
                 keyed._order[key] = row[order_by]
+
+    def empty(self, info: Any) -> Callable[[], Empty | None]:
+        names = info.columns if info.columns is not None else self.schema.names
+        return lambda: empty_result(self.spec, names, info.examples)
 
     def finish(self, sink: Any) -> None:
         self.result.detail = self.counts

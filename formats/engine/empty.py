@@ -2,20 +2,23 @@
 
 Its columns are the ones the run would have written: a table's, the input's data columns (a CSV
 header or a Parquet schema declares them; JSON lines, the first changes); an aggregate's, the kind
-column, the group-by columns and the aggregates. Its Parquet types are the ones the writer would
-have given them: inferred, as from the rows of a run, from rows made of the first changes
-(``Examples``), which are never written; or taken from a Parquet input's schema.
+column, the group-by columns and the aggregates; a replay's, the kind column, then the data
+columns; from-changelog's and to-changelog's, the input's columns with the kind (or op) column
+where a row of theirs has it (JSON lines: the first rows read, whether or not any was kept). Its
+Parquet types are the ones the writer would have given them: inferred, as from the rows of a run,
+from rows made of the first changes (``Examples``), which are never written; or taken from a
+Parquet input's schema. JSON lines without a row (no object at all) show nothing: an empty file.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from cdc.core.kinds import KIND_BY_TEXT
 from cdc.core.model import Row
-from cdc.core.specs import AggregateSpec, MaterializeSpec
+from cdc.core.specs import AggregateSpec, FromChangelogSpec, MaterializeSpec, ReplaySpec, ToChangelogSpec
 
 EXAMPLE_ROWS = 1000  # the first changes an empty result's types are inferred from
 
@@ -95,8 +98,10 @@ def examples_for(spec: Any, out_format: str | None = None) -> Examples | None:
         return None
     if isinstance(spec, MaterializeSpec):
         return Examples(spec.kind_column)
-    if isinstance(spec, AggregateSpec):
+    if isinstance(spec, AggregateSpec | ReplaySpec):
         return Examples(spec.kind_column if spec.input_mode == "changelog" else None)
+    if isinstance(spec, FromChangelogSpec | ToChangelogSpec):
+        return Examples(None)  # every row read shows its columns, kept, dropped or bad
     return None
 
 
@@ -106,6 +111,11 @@ def empty_result(
     """The empty result of a job: ``declared``, the columns the input declares (None: JSON
     lines); ``metadata``, the commit columns a table leaves out."""
     rows = examples.rows if examples is not None else []
+    if isinstance(spec, ReplaySpec | FromChangelogSpec | ToChangelogSpec):
+        names = declared if declared is not None else examples.columns() if examples is not None else []
+        if not names:
+            return None  # no row read, no column declared: nothing is known
+        return _changelog(spec, names, rows)
     if isinstance(spec, MaterializeSpec):
         names = declared if declared is not None else examples.columns() if examples is not None else []
         return Empty([n for n in names if n != spec.kind_column and n not in metadata], rows)
@@ -114,3 +124,31 @@ def empty_result(
         made = [{kc: "+I", **query.example_row(row)} for row in rows or [{}]]  # COUNT is an integer all the same
         return Empty([kc, *query.columns], made)
     return None
+
+
+def _changelog(spec: ReplaySpec | FromChangelogSpec | ToChangelogSpec, names: Sequence[str], rows: list[Row]) -> Empty:
+    """The columns of a replay (the kind column, then the data columns), or of a from-changelog
+    or to-changelog of rows with columns ``names`` (the kind or op column where the conversion
+    puts it); each example row as the run would have written it, a kind or code in that column."""
+    columns_of = _columns_of(spec)
+    if isinstance(spec, ToChangelogSpec):
+        marker, value = spec.op_column, next(iter(spec.mapping.values()), "")
+    else:
+        marker, value = spec.kind_column, "+I"
+    made = [{c: value if c == marker else row.get(c) for c in columns_of(list(row))} for row in rows]
+    return Empty(columns_of(names), made)
+
+
+def _columns_of(spec: ReplaySpec | FromChangelogSpec | ToChangelogSpec) -> Callable[[Sequence[str]], list[str]]:
+    """The output columns of input rows with these columns."""
+    from cdc.core.convert import FromChangelogRow, ToChangelogRow
+
+    if isinstance(spec, ToChangelogSpec):
+        return ToChangelogRow(spec).columns
+    if isinstance(spec, FromChangelogSpec):
+        of_row, commits = FromChangelogRow(spec).columns, spec.commit_columns
+        if not spec.drop_commit_columns:
+            return of_row
+        return lambda names: [n for n in of_row(names) if n not in commits]  # a change feed's, without them
+    kc = spec.kind_column
+    return lambda names: [kc, *(n for n in names if n != kc)]

@@ -31,7 +31,7 @@ from cdc.core.specs import (
 from cdc.core.state import Where
 from cdc.core.stats import Counts
 from cdc.formats.base import RowReader
-from cdc.formats.engine.empty import Empty, Examples, empty_result, examples_for
+from cdc.formats.engine.empty import SHAPED, Empty, Examples, empty_result, examples_for
 from cdc.formats.engine.inputs import open_rows
 from cdc.formats.engine.job import Job, Result
 from cdc.formats.engine.session import Session, result_skips
@@ -47,6 +47,8 @@ class Steps:
     columns: Callable[[Sequence[str]], list[str]] | None = None
     # Or the whole empty result (columns and types) of the input's columns (None: JSON lines).
     empty: Callable[[Sequence[str] | None], Empty | None] | None = None
+    # What keeps the first input rows for it (``transformed`` hands them over).
+    examples: Examples | None = None
 
 
 def accepts(job: Job) -> bool:
@@ -58,12 +60,10 @@ def steps_for(spec: Any, result: Result, where: Where) -> Steps:
     counts = result.counts
     if isinstance(spec, FromChangelogSpec):
         from_row = FromChangelogRow(spec, counts)
-        if spec.commit_columns:
-            return _paired(spec, from_row, counts)
-        return Steps(from_row, columns=from_row.columns)
+        steps = _paired(spec, from_row, counts) if spec.commit_columns else Steps(from_row)
+        return _shaped(steps, spec)
     if isinstance(spec, ToChangelogSpec):
-        to_row = ToChangelogRow(spec, counts)
-        return Steps(to_row, columns=to_row.columns)
+        return _shaped(Steps(ToChangelogRow(spec, counts)), spec)
     if isinstance(spec, CopySpec):
         return Steps(None, columns=list)
     if isinstance(spec, DecodeSpec):
@@ -82,6 +82,14 @@ def steps_for(spec: Any, result: Result, where: Where) -> Steps:
     if isinstance(spec, AggregateSpec):
         return _aggregate(spec, result, where)
     raise TypeError(f"no row transform for {type(spec).__name__}")
+
+
+def _shaped(steps: Steps, spec: Any) -> Steps:
+    """The steps with the empty result of ``spec`` (``empty.empty_result``), of the input's
+    declared columns or of the first rows it keeps."""
+    examples = steps.examples = examples_for(spec)
+    steps.empty = lambda declared: empty_result(spec, declared, examples)
+    return steps
 
 
 def _paired(spec: FromChangelogSpec, from_row: FromChangelogRow, counts: Counts) -> Steps:
@@ -107,11 +115,7 @@ def _paired(spec: FromChangelogSpec, from_row: FromChangelogRow, counts: Counts)
             out.extend(pairing.push(kind, changed))
         return with_kinds(out)
 
-    def columns(names: Sequence[str]) -> list[str]:
-        out = from_row.columns(names)
-        return [n for n in out if n not in spec.commit_columns] if spec.drop_commit_columns else out
-
-    return Steps(step, lambda: with_kinds(pairing.finish()), columns)
+    return Steps(step, lambda: with_kinds(pairing.finish()))
 
 
 def _materialize(spec: MaterializeSpec, result: Result, where: Where) -> Steps:
@@ -120,8 +124,6 @@ def _materialize(spec: MaterializeSpec, result: Result, where: Where) -> Steps:
     examples = Examples(kind_column)
 
     def step(row: Row) -> tuple[()]:
-        if not examples.full:
-            examples.add(row)
         kind, image = split_change(row, kind_column)
         apply(kind, image, where)
         return ()
@@ -129,7 +131,7 @@ def _materialize(spec: MaterializeSpec, result: Result, where: Where) -> Steps:
     def empty(declared: Sequence[str] | None) -> Empty | None:
         return empty_result(spec, declared, examples, state.metadata)
 
-    return Steps(step, lambda: table_rows(state, spec), empty=empty)
+    return Steps(step, lambda: table_rows(state, spec), empty=empty, examples=examples)
 
 
 def _inspect(spec: InspectSpec, result: Result, where: Where) -> Steps:
@@ -160,7 +162,7 @@ def _replay(spec: ReplaySpec, result: Result) -> Steps:
         kind, image = change_of(row)
         return with_kinds(replayer.step(kind, image))
 
-    return Steps(step, lambda: with_kinds(replayer.finish()))
+    return _shaped(Steps(step, lambda: with_kinds(replayer.finish())), spec)
 
 
 def _aggregate(spec: AggregateSpec, result: Result, where: Where) -> Steps:
@@ -180,8 +182,6 @@ def _aggregate(spec: AggregateSpec, result: Result, where: Where) -> Steps:
         normalize = KeyedReplay(ReplaySpec(spec.key, keep_noop=False)).apply
 
     def step(row: Row) -> list[Row]:
-        if not examples.full:
-            examples.add(row)
         kind, image = change_of(row)
         changes = normalize(kind, image) if normalize is not None else [(kind, image)]
         out = []
@@ -191,17 +191,20 @@ def _aggregate(spec: AggregateSpec, result: Result, where: Where) -> Steps:
                 out.append({kc: kind_out, **row_out})
         return out
 
-    return Steps(step, empty=lambda declared: empty_result(spec, None, examples))
+    return Steps(step, empty=lambda declared: empty_result(spec, None, examples), examples=examples)
 
 
 def transformed(reader: RowReader, steps: Steps, current: Session) -> Iterator[Row]:
-    """The rows ``steps`` make of the reader's, bad ones handed to the session."""
-    step = steps.step
+    """The rows ``steps`` make of the reader's, bad ones handed to the session; the first ones
+    kept for an empty result too (``steps.examples``)."""
+    step, rows = steps.step, iter(reader)
+    if steps.examples is not None:
+        rows = chain(_kept(rows, steps.examples), rows)  # the rest as read, nothing on the way
     if step is None:
-        yield from reader
+        yield from rows
     else:
         bad = current.bad
-        for row in reader:
+        for row in rows:
             try:
                 out = step(row)
             except InputError as err:
@@ -209,6 +212,15 @@ def transformed(reader: RowReader, steps: Steps, current: Session) -> Iterator[R
                 continue
             yield from out
     yield from steps.finish()
+
+
+def _kept(rows: Iterator[Row], examples: Examples) -> Iterator[Row]:
+    """The first rows, handed to ``examples`` on the way until it has enough."""
+    for row in rows:
+        examples.add(row)
+        yield row
+        if examples.full:
+            return
 
 
 def _empty_of(steps: Steps, reader: RowReader) -> Callable[[], Empty | None] | None:
@@ -253,6 +265,8 @@ def run(job: Job, current: Session) -> Result:
     reader = open_rows(job, current.reject, current.on_bytes, result.counts)
     current.where = reader.location
     steps = steps_for(job.spec, result, reader.location)
+    if job.out_format not in SHAPED:
+        steps.examples = None  # its output shows no columns without rows
     rows = transformed(reader, steps, current)
     if isinstance(job.spec, InspectSpec):
         for _ in rows:
