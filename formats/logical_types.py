@@ -76,13 +76,20 @@ def _int(value: Any) -> int:
 
 
 def date_from_days(value: Any) -> Any:
-    return EPOCH_DATE + dt.timedelta(days=_int(value))
+    days = _int(value)
+    try:
+        return EPOCH_DATE + dt.timedelta(days=days)
+    except OverflowError:  # before year 1 or after 9999 (PostgreSQL BC dates, ±infinity): as sent
+        return days
 
 
 def _time(micros: int) -> Any:
     if 0 <= micros < 86_400_000_000:
         return (dt.datetime.min + dt.timedelta(microseconds=micros)).time()
-    return str(dt.timedelta(microseconds=micros))  # MySQL TIME beyond a day: keep it readable
+    try:
+        return str(dt.timedelta(microseconds=micros))  # MySQL TIME beyond a day: keep it readable
+    except OverflowError:  # past what a timedelta holds: as sent
+        return micros
 
 
 def time_millis(value: Any) -> Any:

@@ -301,3 +301,39 @@ def test_a_truncate_deletes_only_rows_still_live() -> None:  # finding 07
     assert run_cdc(["debezium-decode", _finding("07"), "--on-truncate", "delete", "--key", "id"]).stdout == (
         run_cdc(["debezium-decode", _finding("07"), "--on-truncate", "delete"]).stdout
     )
+
+
+def test_dates_and_times_past_pythons_range_are_kept_as_sent(tmp_path: Path) -> None:
+    # PostgreSQL dates before year 1 (or its ±infinity) arrive as day counts Python's date cannot
+    # hold: the value stays the number Debezium sent, as timestamps beyond range already do.
+    schema = {
+        "type": "struct",
+        "fields": [
+            {"type": "struct", "field": "before", "fields": []},
+            {
+                "type": "struct",
+                "field": "after",
+                "fields": [
+                    {"type": "int32", "field": "id"},
+                    {"type": "int32", "name": "io.debezium.time.Date", "field": "d"},
+                    {"type": "int64", "name": "io.debezium.time.MicroTime", "field": "t"},
+                ],
+            },
+        ],
+    }
+    events = [
+        {"id": 1, "d": -719163, "t": 10**20},  # year 0; past a timedelta
+        {"id": 2, "d": 0, "t": 0},
+    ]
+    f = tmp_path / "dates.jsonl"
+    f.write_text(
+        "".join(
+            json.dumps({"schema": schema, "payload": {"before": None, "after": e, "op": "c"}}) + "\n" for e in events
+        )
+    )
+    result = run_cdc(["debezium-decode", f])
+    assert result.returncode == 0, result.stderr
+    assert parse_jsonl(result.stdout) == [
+        {"op": "+I", "id": 1, "d": -719163, "t": 10**20},
+        {"op": "+I", "id": 2, "d": "1970-01-01", "t": "00:00:00"},
+    ]
