@@ -89,7 +89,7 @@ DUCK_TO_CHANGELOG = (
     "WHEN '-D' THEN 'DELETE' END AS op, * EXCLUDE (op) FROM '{src}') TO '{dst}' (FORMAT parquet)"
 )
 FORMATS = {"jsonl": "FORMAT json", "parquet": "FORMAT parquet", "csv": "FORMAT csv"}
-# the state engine's other paths over JSON lines (the SQL of the former kernel_state.py)
+# the state engine's other paths over JSON lines
 TO_JSON = "COPY ({query}) TO '{dst}' (FORMAT json)"
 LAST_PER_KEY_QUALIFY = (
     "SELECT * EXCLUDE (op, seq) FROM (SELECT *, row_number() OVER () AS seq FROM {input}) "
