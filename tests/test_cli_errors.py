@@ -203,3 +203,15 @@ def test_an_error_no_check_foresaw_is_a_message_not_a_traceback(monkeypatch: pyt
     assert result.exit_code == 3
     assert result.stderr.startswith("cdc: error: unexpected ZeroDivisionError: division by zero\nhint: ")
     assert "Traceback" not in result.stderr
+
+
+def test_a_misfit_in_piped_json_lines_to_parquet_fails_instead_of_writing_nothing(tmp_path: Path) -> None:
+    # The JSON-lines → Parquet path restarts on the row path to name a misfit's line; stdin
+    # cannot be read twice: the run must fail with the misfit, not write an empty file and exit 0.
+    rows = "".join(json.dumps({"op": "INSERT", "id": i, "v": i}) + "\n" for i in range(70_000))
+    data = (rows + json.dumps({"op": "INSERT", "id": 1, "v": "str"}) + "\n").encode()
+    out = tmp_path / "out.parquet"
+    result = run_cdc(["from-changelog", "-i", "jsonl", "-o", out], stdin=data)
+    assert result.returncode == 3, result.stderr
+    assert b"cannot hold text 'str'" in result.stderr
+    assert not out.exists()

@@ -384,7 +384,7 @@ def run(job: Job, current: Session) -> Result:
     try:
         return _run(job, current, result)
     except WriterFailed as failed:
-        if not _restartable(current):
+        if not _restartable(job, current):
             raise failed.error from None
         return _again_on_rows(job, current)
 
@@ -425,11 +425,13 @@ def _run(job: Job, current: Session, result: Result) -> Result:
     return result
 
 
-def _restartable(current: Session) -> bool:
-    """Whether the run can begin again: its output and rejects are files not yet committed
-    (not stdout, a FIFO or a device, where what went out stays out)."""
+def _restartable(job: Job, current: Session) -> bool:
+    """Whether the run can begin again: its inputs can be read twice (not stdin, which the first
+    run used up) and its output and rejects are files not yet committed (not stdout, a FIFO or a
+    device, where what went out stays out)."""
     output, rejects = current.output, current.rejects
-    return (output is None or output.atomic) and (rejects is None or rejects.atomic)
+    rereadable = job.rows is None and STDIO not in job.inputs
+    return rereadable and (output is None or output.atomic) and (rejects is None or rejects.atomic)
 
 
 def _again_on_rows(job: Job, current: Session) -> Result:
