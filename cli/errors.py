@@ -32,8 +32,14 @@ def _silence_stdout() -> None:
         pass
 
 
+def _writes_stdout(output: str) -> bool:
+    from cdc.formats.streams import STDIO, same_target
+
+    return output == STDIO or same_target(output, STDIO)
+
+
 @contextmanager
-def reported_errors(verbose: bool = False) -> Iterator[None]:
+def reported_errors(verbose: bool = False, output: str = "-") -> Iterator[None]:
     try:
         yield
     except CdcError as exc:
@@ -44,8 +50,11 @@ def reported_errors(verbose: bool = False) -> Iterator[None]:
             say(f"hint: {exc.hint}")
         raise typer.Exit(exc.exit_code) from None
     except BrokenPipeError:
-        _silence_stdout()
-        raise typer.Exit(0) from None
+        if _writes_stdout(output):  # `cdc … | head`: the reader has all it wanted
+            _silence_stdout()
+            raise typer.Exit(0) from None
+        say(f"cdc: error: {output}: its reader went away; the output stopped there and is incomplete")
+        raise typer.Exit(EXIT_DATA) from None
     except OSError as exc:  # a full disk, a file too large, a read failing: the output was rolled back
         if verbose:
             traceback.print_exc()

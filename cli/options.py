@@ -353,7 +353,7 @@ def cdc_command(*groups: Group) -> Callable[[Callable[..., None]], Callable[...,
                 elif name in ("output_format", "input_format") and value is not None:
                     value = value.lower()
                 setattr(common, name, value)
-            with reported_errors(common.verbose):
+            with reported_errors(common.verbose, common.output):
                 command(common=common, **values)
 
         wrapper.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]

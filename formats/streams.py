@@ -207,6 +207,31 @@ def _open_descriptor(path: str) -> int | None:
     return None
 
 
+def same_target(a: str | None, b: str | None) -> bool:
+    """Whether two output names write into one place: both stdout (``-``, /dev/stdout,
+    /dev/fd/1…), one descriptor, or one existing file (followed through symlinks)."""
+    if not a or not b:
+        return False
+
+    def fd_of(name: str) -> int | None:
+        return 1 if name == STDIO else _open_descriptor(name)
+
+    fa, fb = fd_of(a), fd_of(b)
+    if fa is not None or fb is not None:
+        if fa is not None and fb is not None:
+            return fa == fb
+        try:  # a descriptor and a path: the same file behind both?
+            sa = os.fstat(fa) if fa is not None else os.stat(a)
+            sb = os.fstat(fb) if fb is not None else os.stat(b)
+        except OSError:
+            return False
+        return (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino)
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one is not there yet: the same name is the same file
+        return os.path.realpath(a) == os.path.realpath(b)
+
+
 def _is_special(path: str) -> bool:
     """Whether the path names something that is there and is not a regular file (or a folder):
     a FIFO, a device, a socket — after following symlinks."""

@@ -378,3 +378,37 @@ def test_progress_bar_goes_to_stderr_and_never_into_the_data(tmp_path: Path) -> 
         result = run_cdc([command[0], data, *command[2:], "--progress"])
         assert result.returncode == 0, result.stderr
         assert len(parse_jsonl(result.stdout)) == 2000  # stdout is data only
+
+
+@pytest.mark.parametrize("rejects", ["-", "/dev/stdout", "/dev/fd/1", "OUT"])
+def test_rejects_into_the_output_itself_are_refused(tmp_path: Path, rejects: str) -> None:
+    log = tmp_path / "log.jsonl"
+    log.write_text('{"op":"+I","id":1}\n{"op":"BAD","id":2}\n')
+    out = tmp_path / "out.jsonl"
+    args = ["materialize", log, "--key", "id", "--on-error", "skip", "--rejects"]
+    if rejects == "OUT":  # the same file as -o, named through a symlink
+        (tmp_path / "link.jsonl").symlink_to(out)
+        args += [tmp_path / "link.jsonl", "-o", out]
+    else:
+        args += [rejects]
+    result = run_cdc(args)
+    assert result.returncode == 2 and b"--rejects needs a place of its own" in result.stderr
+    assert not result.stdout
+
+
+def test_a_fifo_whose_reader_goes_away_is_an_incomplete_output_not_a_success(tmp_path: Path) -> None:
+    # `| head` on stdout is a reader with all it wanted (exit 0); a named -o that stops reading is not.
+    f = write_jsonl(tmp_path / "big.jsonl", [{"op": "+I", "id": i, "pad": "x" * 40} for i in range(200_000)])
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+
+    def read_a_little() -> None:
+        with open(fifo, "rb") as reader:
+            reader.read(10)
+
+    reader = threading.Thread(target=read_a_little, daemon=True)
+    reader.start()
+    out = run_cdc(["materialize", f, "--key", "id", "-f", "jsonl", "-o", fifo])
+    reader.join(timeout=30)
+    assert out.returncode == 3
+    assert b"its reader went away; the output stopped there and is incomplete" in out.stderr

@@ -15,7 +15,7 @@ import orjson
 from cdc.core.errors import CdcError, InputError, Location, UsageError
 from cdc.core.model import OnError, Reject, fail_on_bad
 from cdc.formats.engine.job import Job, Progress
-from cdc.formats.streams import STDIO, Output, check_input_exists
+from cdc.formats.streams import STDIO, Output, check_input_exists, same_target
 
 
 class Rejects:
@@ -87,8 +87,9 @@ def session(job: Job, progress: Progress | None = None) -> Iterator[Session]:
     """The one place that opens ``-o`` and ``--rejects`` and commits both, or neither."""
     if job.rejects and job.on_error != OnError.skip:
         raise UsageError("--rejects needs --on-error skip")
-    if job.rejects == STDIO:
-        raise UsageError("--rejects needs a file name: stdout carries the data")
+    if job.rejects == STDIO or (job.rejects and same_target(job.rejects, job.output or STDIO)):
+        what = "stdout carries the data" if same_target(job.rejects, STDIO) else "-o writes there"
+        raise UsageError(f"--rejects needs a place of its own: {what}")
     if job.rows is None:
         for path in job.inputs:  # before anything peeks at stdin
             check_input_exists(path)
