@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import CONFORMANCE, SAMPLES
+from helpers import CONFORMANCE, SAMPLES, run_cdc
 
 from cdc.core.envelopes import (
     DECODERS,
@@ -581,3 +581,23 @@ def test_a_mix_of_envelopes_is_an_error_at_its_line(tmp_path: Path) -> None:
     result = run_cdc(["decode", mixed])
     assert result.returncode == 3
     assert f"{mixed}:2: this record is a Debezium message, but the stream is Maxwell".encode() in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("envelope", "line"),
+    [
+        ("canal", '{"data":[{"id":"1"}],"database":"shop","isDdl":false,"old":null,"table":"p","type":[]}'),
+        ("maxwell", '{"database":"shop","table":"p","type":{},"ts":1,"data":{"id":1}}'),
+        ("ogg", '{"table":[],"op_type":"I","after":{"id":1}}'),
+    ],
+)
+def test_a_field_of_another_json_type_is_a_bad_record_skip_can_set_aside(
+    tmp_path: Path, envelope: str, line: str
+) -> None:
+    f = tmp_path / "odd.jsonl"
+    f.write_text(line + "\n")
+    failed = run_cdc(["decode", f, "--envelope", envelope])
+    assert failed.returncode == 3 and f"{f}:1: ".encode() in failed.stderr
+    assert b"unexpected JSON type" in failed.stderr
+    skipped = run_cdc(["decode", f, "--envelope", envelope, "--on-error", "skip"])
+    assert skipped.returncode == 0 and b"skipped 1 bad record(s)" in skipped.stderr

@@ -156,9 +156,12 @@ class EnvelopeDecoder:
             return []
         if type(event) is not dict:
             raise InputError(f"{self.message} is a JSON object; found {type(event).__name__}")
-        if self.filtered and self._excluded(event):
-            return []
-        return self._decode(event)
+        try:
+            if self.filtered and self._excluded(event):
+                return []
+            return self._decode(event)
+        except TypeError as exc:  # a field of another JSON type than the envelope has: a list as "type"…
+            raise InputError(f"{self.message} has a field of an unexpected JSON type ({exc})") from exc
 
     def _decode(self, event: Row) -> list[Change]:
         raise NotImplementedError
