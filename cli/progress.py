@@ -16,8 +16,14 @@ from typing import Any
 def wanted(enabled: bool | None, inputs: Sequence[str], output: str = "-") -> bool:
     if enabled is not None:
         return enabled
-    to_terminal = output == "-" and sys.stdout.isatty()
+    to_terminal = sys.stdout.isatty() and (output == "-" or _names_stdout(output))
     return sys.stderr.isatty() and "-" not in inputs and not to_terminal
+
+
+def _names_stdout(output: str) -> bool:
+    from cdc.formats.streams import STDIO, same_target
+
+    return same_target(output, STDIO)
 
 
 class Bar:

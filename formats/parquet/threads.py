@@ -38,9 +38,11 @@ def _encoded(schema: Any, batch: Any | None, dictionary: Any = True) -> memoryvi
     # pyarrow's defaults, but never a page index: it sits after the row groups with offsets of
     # its own, which _moved cannot move.
     writer = parquet_writer(sink, schema, dictionary)
-    if batch is not None:
-        writer.write_table(pa.Table.from_batches([batch], batch.schema), row_group_size=None)
-    writer.close()
+    try:
+        if batch is not None:
+            writer.write_table(pa.Table.from_batches([batch], batch.schema), row_group_size=None)
+    finally:  # a refused batch still lets go of the writer's buffers
+        writer.close()
     return memoryview(sink.getvalue())
 
 
