@@ -29,6 +29,7 @@ from cdc.core.errors import CdcError, InputError, Location
 from cdc.core.specs import FromChangelogSpec, ToChangelogSpec
 from cdc.core.stats import Counts
 from cdc.formats.engine.empty import empty_result, examples_for
+from cdc.formats.engine.inputs import line_chunks
 from cdc.formats.engine.job import Job, Result
 from cdc.formats.engine.session import Rejects, Session, result_skips
 from cdc.formats.streams import STDIO, Output
@@ -390,24 +391,14 @@ def run(job: Job, current: Session) -> Result:
 
 
 def _run(job: Job, current: Session, result: Result) -> Result:
-    from cdc.formats.jsonl import read_chunks
     from cdc.formats.parquet import ParquetWriter
-    from cdc.formats.streams import decompressed, display_name, open_input
 
     writer = ParquetWriter(current.open_output().stream)
     blocks = Blocks(job, current, result, writer)
     examples = examples_for(job.spec, job.out_format)  # the first rows, for an empty result
     try:
-        for path in job.inputs:
-            stream = decompressed(open_input(path, current.on_bytes), display_name(path))
-            try:
-                for chunk, first_line in read_chunks(stream):
-                    if examples is not None and not examples.full:
-                        examples.add_lines(chunk)
-                    blocks.feed(chunk, first_line, display_name(path))
-            finally:
-                if path != STDIO:
-                    stream.close()
+        for chunk, first_line, name in line_chunks(job, current.on_bytes, examples=examples):
+            blocks.feed(chunk, first_line, name)
         blocks.close()
     finally:
         blocks.shutdown()

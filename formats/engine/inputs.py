@@ -209,5 +209,27 @@ class IterableReader(RowReader):
         return repr(self._last)
 
 
+def line_chunks(
+    job: Job, on_bytes: Any, size: int | None = None, examples: Any = None
+) -> Iterator[tuple[bytes, int, str]]:
+    """``(chunk, first line, input name)`` of every JSON-lines input of ``job`` in turn: line-aligned
+    chunks (``read_chunks``), decompressed, each file closed once read (stdin stays open). With
+    ``examples`` (``empty.Examples``), the first changes are kept on the way, for an empty result."""
+    from cdc.formats.jsonl import CHUNK_BYTES, read_chunks
+    from cdc.formats.streams import decompressed, open_input
+
+    for path in job.inputs:
+        name = display_name(path)
+        stream = decompressed(open_input(path, on_bytes), name)
+        try:
+            for chunk, first in read_chunks(stream, size or CHUNK_BYTES):
+                if examples is not None:
+                    examples.add_lines(chunk)
+                yield chunk, first, name
+        finally:
+            if path != STDIO:
+                stream.close()
+
+
 def is_stdin(path: str) -> bool:
     return path == STDIO

@@ -29,12 +29,12 @@ from cdc.core.model import Reject
 from cdc.core.specs import MaterializeSpec
 from cdc.core.state import KeyedState
 from cdc.formats.engine.empty import empty_result, examples_for
+from cdc.formats.engine.inputs import line_chunks
 from cdc.formats.engine.job import Job, Result
 from cdc.formats.engine.native.kernel import KINDS, _kernel, available
 from cdc.formats.engine.session import Session, result_skips
 from cdc.formats.engine.tables import new_table_state, table_rows, write_rows, write_texts
-from cdc.formats.jsonl import bad_line_error, loads_for, not_an_object_message, read_chunks
-from cdc.formats.streams import STDIO, decompressed, display_name, open_input
+from cdc.formats.jsonl import bad_line_error, loads_for, not_an_object_message
 
 
 def accepts(job: Job) -> bool:
@@ -60,16 +60,8 @@ def run(job: Job, current: Session) -> Result:
     as_texts = job.writes_bytes and job.out_format == "jsonl" and not (job.columns or spec.sort)
     lines = KeyedLines(state, spec.kind_column, keep_texts=as_texts)
     examples = examples_for(spec, job.out_format)  # for an empty table's columns and types
-    for path in job.inputs:
-        stream = decompressed(open_input(path, current.on_bytes), display_name(path))
-        try:
-            for chunk, first in read_chunks(stream):
-                if examples is not None and not examples.full:
-                    examples.add_lines(chunk)
-                lines.feed(chunk, display_name(path), first, current.reject)
-        finally:
-            if path != STDIO:
-                stream.close()
+    for chunk, first, name in line_chunks(job, current.on_bytes, examples=examples):
+        lines.feed(chunk, name, first, current.reject)
     lines.finish()
     current.where = _inputs  # an error of the output (a column CSV cannot take) names the inputs
     result = Result(path="keyed-kernel", read=lines.records, detail=state)

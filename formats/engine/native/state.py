@@ -38,6 +38,7 @@ from cdc.core.specs import AggregateSpec, EncodeSpec, InspectSpec, MaterializeSp
 from cdc.core.state import KeyedState, MultisetState, TableState
 from cdc.core.timeorder import TimePoint, as_number, sort_key
 from cdc.formats.engine.empty import Examples, empty_result, examples_for
+from cdc.formats.engine.inputs import line_chunks
 from cdc.formats.engine.job import Job, Result
 from cdc.formats.engine.native.kernel import KINDS, _kernel, available
 from cdc.formats.engine.session import Session, result_skips
@@ -50,9 +51,7 @@ from cdc.formats.jsonl import (
     loads,
     loads_for,
     not_an_object_message,
-    read_chunks,
 )
-from cdc.formats.streams import STDIO, decompressed, display_name, open_input
 
 if TYPE_CHECKING:  # the pool is made when the first chunk comes
     from concurrent.futures import Future, ThreadPoolExecutor
@@ -127,16 +126,8 @@ def run(job: Job, current: Session) -> Result:
     lines = StateLines(engine)
     current.where = lines.location
     examples = engine.examples = examples_for(spec, job.out_format)  # for an empty result
-    for path in job.inputs:
-        stream = decompressed(open_input(path, current.on_bytes), display_name(path))
-        try:
-            for chunk, first in read_chunks(stream, CHUNK):
-                if examples is not None and not examples.full:
-                    examples.add_lines(chunk)
-                lines.feed(chunk, display_name(path), first, current.reject)
-        finally:
-            if path != STDIO:
-                stream.close()
+    for chunk, first, name in line_chunks(job, current.on_bytes, CHUNK, examples):
+        lines.feed(chunk, name, first, current.reject)
     lines.finish()
     result = Result(path="state-kernel", read=lines.records)
     engine.result(result, job, current)
@@ -771,36 +762,29 @@ def _run_encode(job: Job, current: Session) -> Result:
     pending: bytes | None = None
     current.where = lambda: Location("<inputs>")  # errors of the end (a last -U's time), as the row path
     events = counts.notes
-    for path in job.inputs:
-        name = display_name(path)
-        stream = decompressed(open_input(path, current.on_bytes), name)
-        try:
-            for chunk, first in read_chunks(stream, CHUNK):
-                position, line_no, size = 0, first, len(chunk)
-                while position < size:
-                    data, position, lines, kinds, made, pending = _kernel.encode(chunk, position, *args, pending)
-                    out.write(data)
-                    result.read += lines
-                    line_no += lines
-                    for kind, n in zip(KINDS, kinds, strict=True):
-                        if n:
-                            counts.by_kind[kind] += n
-                    for op, n in zip("cud", made, strict=True):
-                        if n:
-                            events[f"events {op}"] += n
-                    counts.written += sum(made)
-                    if position >= size:
-                        break
-                    newline = chunk.find(b"\n", position)
-                    end = size if newline < 0 else newline + 1
-                    line = chunk[position : end if newline < 0 else newline]
-                    encoder.pending = None if pending is None else loads(pending)
-                    _encode_line(encoder, writer, line, Location(name, line_no), current.reject, result)
-                    pending = None if encoder.pending is None else dumps(encoder.pending)[:-1]
-                    position, line_no = end, line_no + 1
-        finally:
-            if path != STDIO:
-                stream.close()
+    for chunk, first, name in line_chunks(job, current.on_bytes, CHUNK):
+        position, line_no, size = 0, first, len(chunk)
+        while position < size:
+            data, position, lines, kinds, made, pending = _kernel.encode(chunk, position, *args, pending)
+            out.write(data)
+            result.read += lines
+            line_no += lines
+            for kind, n in zip(KINDS, kinds, strict=True):
+                if n:
+                    counts.by_kind[kind] += n
+            for op, n in zip("cud", made, strict=True):
+                if n:
+                    events[f"events {op}"] += n
+            counts.written += sum(made)
+            if position >= size:
+                break
+            newline = chunk.find(b"\n", position)
+            end = size if newline < 0 else newline + 1
+            line = chunk[position : end if newline < 0 else newline]
+            encoder.pending = None if pending is None else loads(pending)
+            _encode_line(encoder, writer, line, Location(name, line_no), current.reject, result)
+            pending = None if encoder.pending is None else dumps(encoder.pending)[:-1]
+            position, line_no = end, line_no + 1
     encoder.pending = None if pending is None else loads(pending)
     writer.write_rows(encoder.finish())
     out.flush()
