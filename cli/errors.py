@@ -32,12 +32,6 @@ def _silence_stdout() -> None:
         pass
 
 
-def _writes_stdout(output: str) -> bool:
-    from cdc.formats.streams import STDIO, same_target
-
-    return output == STDIO or same_target(output, STDIO)
-
-
 @contextmanager
 def reported_errors(verbose: bool = False, output: str = "-") -> Iterator[None]:
     try:
@@ -50,7 +44,9 @@ def reported_errors(verbose: bool = False, output: str = "-") -> Iterator[None]:
             say(f"hint: {exc.hint}")
         raise typer.Exit(exc.exit_code) from None
     except BrokenPipeError:
-        if _writes_stdout(output):  # `cdc … | head`: the reader has all it wanted
+        from cdc.formats.streams import names_stdout
+
+        if names_stdout(output):  # `cdc … | head`: the reader has all it wanted
             _silence_stdout()
             raise typer.Exit(0) from None
         say(f"cdc: error: {output}: its reader went away; the output stopped there and is incomplete")

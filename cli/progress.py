@@ -12,18 +12,14 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from cdc.formats.streams import names_stdout
+
 
 def wanted(enabled: bool | None, inputs: Sequence[str], output: str = "-") -> bool:
     if enabled is not None:
         return enabled
-    to_terminal = sys.stdout.isatty() and (output == "-" or _names_stdout(output))
+    to_terminal = sys.stdout.isatty() and names_stdout(output)
     return sys.stderr.isatty() and "-" not in inputs and not to_terminal
-
-
-def _names_stdout(output: str) -> bool:
-    from cdc.formats.streams import STDIO, same_target
-
-    return same_target(output, STDIO)
 
 
 class Bar:

@@ -232,6 +232,11 @@ def same_target(a: str | None, b: str | None) -> bool:
         return os.path.realpath(a) == os.path.realpath(b)
 
 
+def names_stdout(name: str) -> bool:
+    """Whether an output name writes to stdout: ``-``, /dev/stdout, /dev/fd/1, or the file stdout is."""
+    return name == STDIO or same_target(name, STDIO)
+
+
 def _is_special(path: str) -> bool:
     """Whether the path names something that is there and is not a regular file (or a folder):
     a FIFO, a device, a socket — after following symlinks."""
