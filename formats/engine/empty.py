@@ -111,13 +111,12 @@ def empty_result(
     """The empty result of a job: ``declared``, the columns the input declares (None: JSON
     lines); ``metadata``, the commit columns a table leaves out."""
     rows = examples.rows if examples is not None else []
+    names = declared if declared is not None else examples.columns() if examples is not None else []
     if isinstance(spec, ReplaySpec | FromChangelogSpec | ToChangelogSpec):
-        names = declared if declared is not None else examples.columns() if examples is not None else []
         if not names:
             return None  # no row read, no column declared: nothing is known
         return _changelog(spec, names, rows)
     if isinstance(spec, MaterializeSpec):
-        names = declared if declared is not None else examples.columns() if examples is not None else []
         return Empty([n for n in names if n != spec.kind_column and n not in metadata], rows)
     if isinstance(spec, AggregateSpec):
         kc, query = spec.kind_column, spec.query
