@@ -83,15 +83,15 @@ class _TrimmedLines:
     ending in `\\` must end there, or the shell reads an escaped space, not a line break."""
 
     def __init__(self, stream: Any):
-        self._stream, self._pending = stream, ""
-
-    def write(self, text: str) -> int:
         import re
 
+        self._stream, self._pending = stream, ""
+        self._padding = re.compile(r"(?:\x1b\[[0-9;]*m| )+$")  # spaces and the styles around them
+
+    def write(self, text: str) -> int:
         *lines, self._pending = (self._pending + text).split("\n")
         for line in lines:
-            trimmed = re.sub(r"(?:\x1b\[[0-9;]*m| )+$", _reset_if_styled, line)
-            self._stream.write(trimmed + "\n")
+            self._stream.write(self._padding.sub(_reset_if_styled, line) + "\n")
         return len(text)
 
     def flush(self) -> None:
