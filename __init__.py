@@ -1,7 +1,7 @@
 """cdc: the changelog file converter, as a library.
 
 Every command is a function (``cdc.materialize``, ``cdc.from_changelog``, ``cdc.decode`` …, see
-``cdc.formats.engine.api``); they are imported when first used, so ``import cdc`` stays cheap.
+``cdc.engine.api``); they are imported when first used, so ``import cdc`` stays cheap.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ __all__ = [*_API, *_ERRORS, "__version__"]
 
 def __getattr__(name: str) -> Any:
     if name in _API:
-        from cdc.formats.engine import api
+        from cdc.engine import api
 
         return getattr(api, name)
     if name in _ERRORS:

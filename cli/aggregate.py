@@ -12,7 +12,7 @@ from cdc.cli.running import run
 from cdc.core.inputmodes import parse_delete_when
 from cdc.core.specs import AggregateSpec
 from cdc.core.state import Policy
-from cdc.formats.engine.job import Result
+from cdc.engine.job import Result
 
 PANEL = "Query"
 

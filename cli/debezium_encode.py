@@ -10,7 +10,7 @@ from cdc.cli import options as o
 from cdc.cli.running import run
 from cdc.core.errors import UsageError
 from cdc.core.specs import EncodeSpec
-from cdc.formats.engine.job import Result
+from cdc.engine.job import Result
 from cdc.formats.registry import format_of
 
 DBZ_PANEL = "Debezium"

@@ -14,9 +14,9 @@ from cdc.core.compare import compare_tables
 from cdc.core.errors import UsageError
 from cdc.core.specs import CopySpec, MaterializeSpec
 from cdc.core.state import Policy
-from cdc.formats.engine.job import Job
-from cdc.formats.engine.run import run_job
-from cdc.formats.engine.sinks import ListSink
+from cdc.engine.job import Job
+from cdc.engine.run import run_job
+from cdc.engine.sinks import ListSink
 
 STATE_PANEL = "State"
 

@@ -39,8 +39,8 @@ from cdc.core.specs import (
     ToChangelogSpec,
 )
 from cdc.core.stats import Counts
-from cdc.formats.engine.inputs import open_rows, resolve
-from cdc.formats.engine.job import Job
+from cdc.engine.inputs import open_rows, resolve
+from cdc.engine.job import Job
 
 SAMPLE_ROWS = 100
 

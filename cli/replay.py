@@ -16,7 +16,7 @@ from cdc.core.errors import UsageError
 from cdc.core.inputmodes import change_reader, parse_delete_when
 from cdc.core.replay import KeyedReplay, ReplayCounts
 from cdc.core.specs import ReplaySpec
-from cdc.formats.engine.job import Result
+from cdc.engine.job import Result
 
 REPLAY_PANEL = "Replay"
 
@@ -170,7 +170,7 @@ def _live(common: o.Common, spec: ReplaySpec, delay: float) -> None:
 
     from cdc.cli.table import KIND_STYLES, cell
     from cdc.core.specs import CopySpec
-    from cdc.formats.engine.run import run_job
+    from cdc.engine.run import run_job
 
     state = KeyedReplay(spec)
     console = Console()

@@ -9,9 +9,9 @@ from typing import Any
 from cdc.cli.errors import say
 from cdc.cli.options import Common
 from cdc.core.errors import UsageError
-from cdc.formats.engine.job import Job, Result, RowSink
-from cdc.formats.engine.run import run_job
-from cdc.formats.engine.tables import output_kind_column
+from cdc.engine.job import Job, Result, RowSink
+from cdc.engine.run import run_job
+from cdc.engine.tables import output_kind_column
 
 
 def job_of(common: Common, spec: Any, sink: RowSink | None = None) -> Job:

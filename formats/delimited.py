@@ -405,7 +405,7 @@ class DelimitedReader(RowReader):
 
 def _newlines_per_row(batch: Any) -> list[int] | None:
     """How many newlines each row's values hold; None when no value has one (the usual case)."""
-    from cdc.formats.engine import arrow_compute as pc
+    from cdc.formats import arrow_compute as pc
 
     counts = None
     for column in batch.columns:
@@ -509,7 +509,7 @@ class ArrowCsvWriter:
     def write_batch(self, batch: Any) -> None:
         import pyarrow as pa
 
-        from cdc.formats.engine import arrow_compute as pc
+        from cdc.formats import arrow_compute as pc
 
         if not len(batch):
             return
@@ -527,7 +527,7 @@ class ArrowCsvWriter:
         """The column as CSV fields: quoted where needed, null as the empty string."""
         import pyarrow as pa
 
-        from cdc.formats.engine import arrow_compute as pc
+        from cdc.formats import arrow_compute as pc
 
         kind = column.type
         if pa.types.is_string(kind) or pa.types.is_large_string(kind):

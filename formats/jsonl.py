@@ -65,20 +65,19 @@ def loads_for(data: bytes) -> Callable[[bytes], Any]:
     return loads
 
 
-try:
-    from cdc.formats.engine.native._kernel import count_lines as count_lines  # 4x bytes.count; re-exported
-except ImportError:  # pragma: no cover - installed without a C compiler
-
-    def count_lines(chunk: bytes) -> int:
-        return chunk.count(b"\n")
+def _count_newlines(chunk: bytes) -> int:
+    return chunk.count(b"\n")
 
 
-def read_chunks(stream: BinaryIO, size: int = CHUNK_BYTES) -> Iterator[tuple[bytes, int]]:
+def read_chunks(
+    stream: BinaryIO, size: int = CHUNK_BYTES, count_lines: Callable[[bytes], int] = _count_newlines
+) -> Iterator[tuple[bytes, int]]:
     """Line-aligned chunks with the number of their first line.
 
     On a pipe, ``read1`` returns what is there (the latest lines) instead of waiting for a full
     chunk, so rows keep flowing when cdc sits at the end of a live pipeline; files are read in
-    full chunks (``read1`` would hand back buffer leftovers of any size).
+    full chunks (``read1`` would hand back buffer leftovers of any size). The engine passes the
+    C kernel's ``count_lines`` (4x ``bytes.count``).
     """
     line = 1
     first = True

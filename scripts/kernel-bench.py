@@ -34,7 +34,7 @@ LONG = ("INSERT", "UPDATE_BEFORE", "UPDATE_AFTER", "DELETE")
 
 def load(so: str | None, n: int) -> ModuleType:
     if so is None:
-        from cdc.formats.engine.native import _kernel
+        from cdc.engine.paths.native import _kernel
 
         return _kernel
     spec = importlib.util.spec_from_file_location(f"build{n}._kernel", so)  # PyInit__kernel of that file

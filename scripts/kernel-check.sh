@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-$( [ -x .venv/bin/python ] && echo .venv/bin/python || echo python3 )}
-SOURCE=formats/engine/native/_kernel.c
+SOURCE=engine/paths/native/_kernel.c
 INCLUDE=$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
 FLAGS=(-O2 -std=c11 -Wpedantic -Wall -Wextra -Wconversion -Wsign-conversion -Wshadow -Wcast-qual -Wformat=2
        -Wundef -Wstrict-prototypes -Wvla -Wnull-dereference -Werror)

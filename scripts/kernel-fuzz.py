@@ -1,4 +1,4 @@
-"""Mutation fuzz of every entry point of the C kernel (formats/engine/native/_kernel.c).
+"""Mutation fuzz of every entry point of the C kernel (engine/paths/native/_kernel.c).
 
     python scripts/kernel-fuzz.py --executions 1000000 --seed 1
     python scripts/kernel-fuzz.py --seconds 900 --only apply_changes
@@ -1109,7 +1109,7 @@ def run(
 ) -> Report:
     """Executions start .. start + executions - 1 (or until ``seconds`` have passed)."""
     if kernel is None:
-        from cdc.formats.engine.native import _kernel as kernel
+        from cdc.engine.paths.native import _kernel as kernel
     report = Report()
     corpus = Corpus(random.Random(f"{seed}:corpus"))
     entries = [only] if only else list(ENTRIES)

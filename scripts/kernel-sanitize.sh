@@ -43,9 +43,9 @@ ln -s "$work/src" "$work/site/cdc"
 
 suffix=$("$PY" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
 include=$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
-so="$work/src/formats/engine/native/_kernel$suffix"
+so="$work/src/engine/paths/native/_kernel$suffix"
 "$CC" -shared -fPIC -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined \
-    -Wall -Wextra -Werror -I"$include" -o "$so" formats/engine/native/_kernel.c
+    -Wall -Wextra -Werror -I"$include" -o "$so" engine/paths/native/_kernel.c
 echo "kernel-sanitize: built $so"
 
 libasan=$("$CC" -print-file-name=libasan.so)
@@ -58,7 +58,7 @@ export ASAN_OPTIONS="detect_leaks=0:halt_on_error=1:abort_on_error=0:exitcode=99
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:exitcode=98:log_path=$work/reports/ubsan"
 
 cd "$work/src"
-loaded=$(realpath "$("$PY" -c "import cdc.formats.engine.native._kernel as k; print(k.__file__)")")
+loaded=$(realpath "$("$PY" -c "import cdc.engine.paths.native._kernel as k; print(k.__file__)")")
 [ "$loaded" = "$so" ] || { echo "kernel-sanitize: Python loads $loaded, not the sanitized build" >&2; exit 1; }
 
 status=0

@@ -24,11 +24,11 @@ from cdc.core.errors import CdcError
 from cdc.core.model import OnError
 from cdc.core.specs import MaterializeSpec
 from cdc.core.state import Policy
-from cdc.formats.engine import arrow_state
-from cdc.formats.engine.inputs import resolve
-from cdc.formats.engine.job import Job
-from cdc.formats.engine.plan import PATHS
-from cdc.formats.engine.run import run_job
+from cdc.engine.inputs import resolve
+from cdc.engine.job import Job
+from cdc.engine.paths import arrow_state
+from cdc.engine.plan import PATHS
+from cdc.engine.run import run_job
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -162,7 +162,7 @@ def agree(job: Job, chunk: int | None = None) -> str:
     resolved = resolve(job)
     assert PATHS["arrow-state"]().accepts(resolved), "the arrow-state path does not take the job"
     reference = outcome(job, "rows")
-    from cdc.formats.engine import arrow_rules
+    from cdc.engine.paths import arrow_rules
 
     old = arrow_state.CHUNK_ROWS, arrow_rules.GROUP_BY_ROWS
     if chunk is not None:
@@ -173,7 +173,7 @@ def agree(job: Job, chunk: int | None = None) -> str:
         assert outcome(job, "arrow-state") == reference
     finally:
         arrow_state.CHUNK_ROWS, arrow_rules.GROUP_BY_ROWS = old
-    from cdc.formats.engine.plan import choose
+    from cdc.engine.plan import choose
 
     return choose(resolved).name
 

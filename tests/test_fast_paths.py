@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from helpers import invoke, parse_jsonl, read_jsonl, read_parquet, run_cdc, write_csv, write_jsonl, write_parquet
 
-from cdc.formats.engine import workers
+from cdc.engine import workers
 from cdc.formats.jsonl import read_chunks
 
 KINDS = ["INSERT", "UPDATE_BEFORE", "UPDATE_AFTER", "DELETE"]

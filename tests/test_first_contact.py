@@ -80,10 +80,10 @@ def test_04_an_empty_table_or_aggregate_keeps_its_columns(tmp_path: Path) -> Non
 def _on_every_path(spec: Any, src: Path, out: Path, **options: Any) -> dict[str, Any]:
     """What each path that takes the job (with these ``Job`` options) writes: the Parquet
     schema, or the CSV text."""
-    from cdc.formats.engine.inputs import resolve
-    from cdc.formats.engine.job import Job
-    from cdc.formats.engine.plan import PATHS
-    from cdc.formats.engine.run import run_job
+    from cdc.engine.inputs import resolve
+    from cdc.engine.job import Job
+    from cdc.engine.plan import PATHS
+    from cdc.engine.run import run_job
 
     job = Job(spec, (str(src),), output=str(out), **options)
     written = {}
@@ -97,7 +97,7 @@ def _on_every_path(spec: Any, src: Path, out: Path, **options: Any) -> dict[str,
 def test_04_an_empty_result_has_the_columns_and_types_of_a_full_one_on_every_path(tmp_path: Path) -> None:
     from cdc.core.aggregate import AggregateQuery
     from cdc.core.specs import AggregateSpec, MaterializeSpec
-    from cdc.formats.engine.native import kernel
+    from cdc.engine.paths.native import kernel
 
     row = {"id": 1, "v": "a", "f": 1.5, "ok": True, "t": 3, "n": None}
     changes = [{"op": "+I", **row}, {"op": "-D", **row}]
@@ -163,8 +163,8 @@ def test_04_an_empty_replay_or_conversion_has_the_columns_and_types_of_a_full_on
     from cdc.core.convert import from_changelog_spec, to_changelog_spec
     from cdc.core.model import OnError
     from cdc.core.specs import ReplaySpec
-    from cdc.formats.engine.job import Job
-    from cdc.formats.engine.run import run_job
+    from cdc.engine.job import Job
+    from cdc.engine.run import run_job
 
     row = {"id": 1, "v": "a", "f": 1.5, "ok": True, "t": 3, "n": None}
 
@@ -415,8 +415,8 @@ class _Consumed:
 
 def test_12_progress_counts_input_consumed_on_every_path(tmp_path: Path) -> None:
     from cdc.core.convert import to_changelog_spec
-    from cdc.formats.engine.job import Job
-    from cdc.formats.engine.run import run_job
+    from cdc.engine.job import Job
+    from cdc.engine.run import run_job
 
     rows = [{"op": "+I", "id": i, "name": "x" * 40} for i in range(60_000)]  # > 2 MB: workers read it
     src = write_jsonl(tmp_path / "in.jsonl", rows)

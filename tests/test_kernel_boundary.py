@@ -1,4 +1,4 @@
-"""The C kernel (formats/engine/native/_kernel.c) at its trust boundary, called directly.
+"""The C kernel (engine/paths/native/_kernel.c) at its trust boundary, called directly.
 
 Everything it is handed crosses from Python: chunks of untrusted bytes, but also the argument
 tuples and the packed buffer of ``apply_changes``, which any caller can forge. Each test here
@@ -28,12 +28,12 @@ import pytest
 
 _kernel: Any
 try:
-    from cdc.formats.engine.native import _kernel
+    from cdc.engine.paths.native import _kernel
 except ImportError:  # built without a C compiler
     _kernel = None
 
 pytestmark = pytest.mark.skipif(
-    _kernel is None, reason="the C kernel (formats/engine/native/_kernel.c) is not built: no C compiler at install"
+    _kernel is None, reason="the C kernel (engine/paths/native/_kernel.c) is not built: no C compiler at install"
 )
 
 KINDS = ("+I", "-U", "+U", "-D")
@@ -59,7 +59,7 @@ def changelog(*rows: tuple[str, int, dict[str, Any]]) -> bytes:
 
 def isolated(code: str) -> subprocess.CompletedProcess[str]:
     """Run code in a fresh interpreter: a kernel that still has the bug may crash the process."""
-    prelude = "from cdc.formats.engine.native import _kernel\nimport struct\n"
+    prelude = "from cdc.engine.paths.native import _kernel\nimport struct\n"
     return subprocess.run(
         [sys.executable, "-c", prelude + textwrap.dedent(code)], capture_output=True, text=True, timeout=120
     )
@@ -161,7 +161,7 @@ def test_apply_changes_survives_random_buffers(seed: int) -> None:
 
 def test_the_key_limit_is_a_documented_constant() -> None:
     assert _kernel.MAX_KEY_BYTES == 1 << 20
-    stub = (ROOT / "formats/engine/native/_kernel.pyi").read_text()
+    stub = (ROOT / "engine/paths/native/_kernel.pyi").read_text()
     assert "MAX_KEY_BYTES" in stub
 
 
@@ -496,7 +496,7 @@ def test_without_a_random_hash_key_the_kernel_is_not_loaded() -> None:
             "import os\n"
             "def fail(n): raise OSError('no entropy')\n"
             "os.urandom = fail\n"
-            "from cdc.formats.engine.native import kernel\n"
+            "from cdc.engine.paths.native import kernel\n"
             "print(kernel.available())\n",
         ],
         capture_output=True,

@@ -19,9 +19,9 @@ from cdc.core.convert import FromChangelogRow, ToChangelogRow
 from cdc.core.mapping import DEFAULT_FROM_MAPPING, DEFAULT_TO_MAPPING
 from cdc.core.specs import DecodeSpec, FromChangelogSpec, ToChangelogSpec
 from cdc.core.stats import Counts
+from cdc.engine.paths.lines import ChunkResult, Converter, convert_chunk
+from cdc.engine.paths.native.kernel import available, debezium_kernel, from_changelog_kernel, to_changelog_kernel
 from cdc.formats.debezium import DebeziumDecoder
-from cdc.formats.engine.lines import ChunkResult, Converter, convert_chunk
-from cdc.formats.engine.native.kernel import available, debezium_kernel, from_changelog_kernel, to_changelog_kernel
 
 pytestmark = pytest.mark.skipif(not available(), reason="the C kernel was not built (no C compiler at install)")
 
@@ -300,7 +300,7 @@ def test_the_kernel_accepts_only_what_orjson_accepts(data: bytes, skip: bool) ->
 @SETTINGS
 @given(data=st.binary(max_size=100).map(lambda b: b.replace(b"\x00", b"\n")))
 def test_the_kernel_counts_lines_as_bytes_count_does(data: bytes) -> None:
-    from cdc.formats.engine.native import _kernel
+    from cdc.engine.paths.native import _kernel
 
     # Line numbers of every later chunk in error messages depend on it.
     assert _kernel.count_lines(data) == data.count(b"\n")

@@ -1,4 +1,4 @@
-"""materialize --key through the C kernel (formats/engine/native/keyed.py) against the row path.
+"""materialize --key through the C kernel (engine/paths/native/keyed.py) against the row path.
 
 Random changelogs — inserts of stored keys, retractions of absent ones, -U images unlike the
 stored row, float and boolean keys, bad lines — must leave the same table (rows and order), the
@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from cdc.core.convert import split_change
 from cdc.core.errors import CdcError, InputError
 from cdc.core.state import Findings, KeyedState, Policy
-from cdc.formats.engine.native.keyed import KeyedLines, available
+from cdc.engine.paths.native.keyed import KeyedLines, available
 from cdc.formats.jsonl import JsonlReader
 
 pytestmark = pytest.mark.skipif(not available(), reason="the C kernel was not built (no C compiler at install)")

@@ -26,10 +26,10 @@ from cdc.core.errors import CdcError
 from cdc.core.mapping import DEFAULT_FROM_MAPPING, parse_from_mapping
 from cdc.core.model import OnError
 from cdc.core.specs import DecodeSpec, FromChangelogSpec, ToChangelogSpec
-from cdc.formats.engine.inputs import resolve
-from cdc.formats.engine.job import Job
-from cdc.formats.engine.plan import PATHS
-from cdc.formats.engine.run import run_job
+from cdc.engine.inputs import resolve
+from cdc.engine.job import Job
+from cdc.engine.plan import PATHS
+from cdc.engine.run import run_job
 
 SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -110,7 +110,7 @@ def _all_paths_agree(job: Job, out: Path, rejects: Path | None, expect_paths: in
 
 
 def _lines_paths() -> int:
-    from cdc.formats.engine.native import kernel
+    from cdc.engine.paths.native import kernel
 
     return 3 if kernel.available() else 2  # rows, lines, and kernel-lines where it was built
 
@@ -429,7 +429,7 @@ def _state_job(tmp: str, data: bytes, spec: Any, skip: bool, out_name: str = "ou
 
 
 def _state_paths() -> int:
-    from cdc.formats.engine.native import kernel
+    from cdc.engine.paths.native import kernel
 
     return 2 if kernel.available() else 1  # rows, and state-kernel where the kernel was built
 
@@ -438,7 +438,7 @@ def _state_paths() -> int:
 def _chunks(small: bool) -> Iterator[None]:
     """The state paths read their input in chunks of 64 bytes too, each parsed in two halves:
     pairs cut, state carried on."""
-    from cdc.formats.engine.native import state
+    from cdc.engine.paths.native import state
 
     size, split = state.CHUNK, state.SPLIT
     state.CHUNK, state.SPLIT = (64, 32) if small else (size, split)

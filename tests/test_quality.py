@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from helpers import REPO, SAMPLES
 
-PACKAGES = ("core", "formats", "cli")
+PACKAGES = ("core", "formats", "engine", "cli")
 THIRD_PARTY = {"typer", "rich", "orjson", "pyarrow", "click"}
 
 
@@ -35,24 +35,25 @@ def test_core_has_no_third_party_imports_and_no_upward_imports() -> None:
         for name in imports_of(path):
             top = name.split(".")[0]
             assert top not in THIRD_PARTY, f"{path.name} imports {name}"
-            assert not name.startswith(("cdc.formats", "cdc.cli")), f"{path.name} imports {name}"
+            assert not name.startswith(("cdc.formats", "cdc.engine", "cdc.cli")), f"{path.name} imports {name}"
 
 
-def test_formats_does_not_import_the_cli_or_its_libraries() -> None:
+def test_formats_does_not_import_the_engine_the_cli_or_its_libraries() -> None:
+    # Layers point down: cli → engine → formats → core. Readers and writers know no engine.
     for path in package_files("formats"):
         for name in imports_of(path):
-            assert not name.startswith("cdc.cli"), f"{path.name} imports {name}"
+            assert not name.startswith(("cdc.cli", "cdc.engine")), f"{path.name} imports {name}"
             assert name.split(".")[0] not in {"typer", "rich", "click"}, f"{path.name} imports {name}"
 
 
 def test_the_cli_reaches_paths_only_through_the_planner() -> None:
     # A command module that imported a path (rows, lines, kernel, Arrow…) would choose one itself:
-    # the planner (formats/engine/plan.py, behind engine.run) is the only place that chooses.
+    # the planner (engine/plan.py, behind engine.run) is the only place that chooses.
     engine_front = {"job", "run", "inputs", "sinks", "tables", "api"}
     for path in package_files("cli"):
         for name in imports_of(path):
-            if name.startswith("cdc.formats.engine"):
-                part = name.split(".")[3] if name.count(".") >= 3 else ""
+            if name.startswith("cdc.engine"):
+                part = name.split(".")[2] if name.count(".") >= 2 else ""
                 assert part in engine_front, f"{path.name} imports {name}"
 
 
@@ -114,6 +115,13 @@ def test_mypy_strict_is_clean(tmp_path: Path) -> None:
     # The package maps cdc → the repository root; a symlink gives mypy that name to follow.
     (tmp_path / "cdc").symlink_to(REPO, target_is_directory=True)
     env = dict(os.environ, MYPYPATH=str(tmp_path))
-    args = [_tool("mypy"), "-p", "cdc.core", "-p", "cdc.formats", "-p", "cdc.cli", "-m", "cdc"]
+    args = [_tool("mypy"), "-p", "cdc.core", "-p", "cdc.formats", "-p", "cdc.engine", "-p", "cdc.cli", "-m", "cdc"]
     result = subprocess.run(args, cwd=REPO, capture_output=True, text=True, env=env, timeout=600)
     assert result.returncode == 0, result.stdout
+
+
+def test_the_engine_does_not_import_the_cli() -> None:
+    for path in package_files("engine"):
+        for name in imports_of(path):
+            assert not name.startswith("cdc.cli"), f"{path.name} imports {name}"
+            assert name.split(".")[0] not in {"typer", "click"}, f"{path.name} imports {name}"

@@ -57,7 +57,7 @@ def dictionary_columns(batch: Any) -> list[str]:
     a third larger than its plain values, and slower to write."""
     import pyarrow as pa
 
-    from cdc.formats.engine import arrow_compute as pc
+    from cdc.formats import arrow_compute as pc
 
     rows = len(batch)
     chosen = []

@@ -23,15 +23,15 @@ from cdc.core.errors import InputError, Location
 from cdc.core.model import Reject, Row
 from cdc.core.specs import DecodeSpec, FromChangelogSpec, ToChangelogSpec
 from cdc.core.stats import Counts
-from cdc.formats.engine import workers
-from cdc.formats.engine.job import Job, Result
-from cdc.formats.engine.session import Session, result_skips
+from cdc.engine import workers
+from cdc.engine.job import Job, Result
+from cdc.engine.paths.native.kernel import count_lines
+from cdc.engine.session import Session, result_skips
 from cdc.formats.jsonl import (
     BOM,
     CHUNK_BYTES,
     WRITE,
     bad_line_error,
-    count_lines,
     dumps,
     encode_default,
     loads_for,
@@ -91,7 +91,7 @@ def _stateless_envelope(job: Job) -> bool:
 def converter_for(job: Job, counts: Counts, with_kernel: bool) -> Converter:
     """One line's conversion, the general way (the row path's own steps), and the kernel's."""
     from cdc.core.convert import FromChangelogRow, ToChangelogRow
-    from cdc.formats.engine.native import kernel as native
+    from cdc.engine.paths.native import kernel as native
     from cdc.formats.envelopes import ENVELOPES, decoder_for
 
     spec = job.spec
@@ -360,7 +360,7 @@ def convert_stream(
             absorb(result, end - start, relative=True)
         return records
 
-    chunks = read_chunks(stream)
+    chunks = read_chunks(stream, count_lines=count_lines)
     head = [c for _, c in zip(range(2), chunks, strict=False)]
     if len(head) < 2 or not parallel:  # small input: no processes to start
         workers.keep_heap_memory()

@@ -28,10 +28,10 @@ from typing import Any
 from cdc.core.errors import CdcError, InputError, Location
 from cdc.core.specs import FromChangelogSpec, ToChangelogSpec
 from cdc.core.stats import Counts
-from cdc.formats.engine.empty import empty_result, examples_for
-from cdc.formats.engine.inputs import line_chunks
-from cdc.formats.engine.job import Job, Result
-from cdc.formats.engine.session import Rejects, Session, result_skips
+from cdc.engine.empty import empty_result, examples_for
+from cdc.engine.inputs import line_chunks
+from cdc.engine.job import Job, Result
+from cdc.engine.session import Rejects, Session, result_skips
 from cdc.formats.streams import STDIO, Output
 
 # Literals whose value the JSON reader and the row path's parser read differently: 17 digits or
@@ -213,7 +213,7 @@ class Blocks:
 
     def _convert(self, table: Any) -> tuple[Any, Counts] | None:
         """The block's changelog conversion, with its counts (None: a bad record in it)."""
-        from cdc.formats.engine.arrow import from_changelog_batches, to_changelog_batches
+        from cdc.engine.paths.arrow import from_changelog_batches, to_changelog_batches
 
         counts = Counts()
         make = from_changelog_batches if isinstance(self.spec, FromChangelogSpec) else to_changelog_batches
@@ -427,7 +427,7 @@ def _restartable(job: Job, current: Session) -> bool:
 
 def _again_on_rows(job: Job, current: Session) -> Result:
     """The whole run again on the row path, from fresh outputs, for its error's words."""
-    from cdc.formats.engine import rows
+    from cdc.engine.paths import rows
 
     if current.output is not None:
         current.output.abort()

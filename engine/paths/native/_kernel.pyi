@@ -1,4 +1,4 @@
-# Type stub of the C kernel (formats/engine/native/_kernel.c). Each call converts lines from
+# Type stub of the C kernel (engine/paths/native/_kernel.c). Each call converts lines from
 # ``start`` until the first line it declines (returned position < len(chunk)) or the end.
 # columns, debezium:
 #     (output, position, lines done, counts per kind (+I, -U, +U, -D), rows dropped)
@@ -62,7 +62,7 @@ def count_lines(chunk: bytes) -> int: ...
 # (-1: the default). Returns the previous budget.
 def _set_probe_budget(budget: int) -> int: ...
 
-# -- the state engine (formats/engine/native/state.py) -----------------------------------------
+# -- the state engine (engine/paths/native/state.py) -----------------------------------------
 
 # Parses without the GIL (the chunk must be read-only): plain changes packed as records
 #     [kind u8][line u32][offset u32][key length u32][key][row length u32][row]

@@ -44,7 +44,7 @@ def value_texts(column: Any) -> Any:
     """A column (an Arrow array) as a string array of JSON texts, ``null`` for nulls."""
     import pyarrow as pa
 
-    from cdc.formats.engine import arrow_compute as pc
+    from cdc.formats import arrow_compute as pc
 
     kind = column.type
     if pa.types.is_dictionary(kind):
@@ -68,7 +68,7 @@ def _double_texts(column: Any) -> Any:
     """Doubles: Arrow's shortest digits where orjson writes plain decimals, orjson elsewhere."""
     import pyarrow as pa
 
-    from cdc.formats.engine import arrow_compute as pc
+    from cdc.formats import arrow_compute as pc
 
     if not pa.types.is_float64(column.type):
         return _python_texts(column)  # a float32 is widened to a double by the row path first
@@ -98,7 +98,7 @@ def object_texts(columns: list[tuple[str, Any]], length: int) -> Any:
     """Per row, ``{"a":…,"b":…}`` of these (name, array) columns, in this order."""
     import pyarrow as pa
 
-    from cdc.formats.engine import arrow_compute as pc
+    from cdc.formats import arrow_compute as pc
 
     if not columns:
         return pa.repeat(pa.scalar("{}", pa.string()), length)
@@ -111,7 +111,7 @@ def lines_of(texts: Any) -> memoryview:
     """A string array without nulls as its texts, one per line."""
     import pyarrow as pa
 
-    from cdc.formats.engine import arrow_compute as pc
+    from cdc.formats import arrow_compute as pc
 
     lines = pc.binary_join_element_wise(texts, pa.scalar(""), "\n")
     _, offsets, data = lines.buffers()

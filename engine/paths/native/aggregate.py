@@ -22,10 +22,10 @@ from cdc.core.errors import InputError, Location
 from cdc.core.model import Row
 from cdc.core.specs import AggregateSpec
 from cdc.core.state import Findings, Policy
-from cdc.formats.engine.job import Job, Result
-from cdc.formats.engine.native.kernel import KINDS, _kernel
-from cdc.formats.engine.native.state import H_ABSENT, Chunk, Engine, _row, _spellings
-from cdc.formats.engine.session import Session
+from cdc.engine.job import Job, Result
+from cdc.engine.paths.native.kernel import KINDS, _kernel
+from cdc.engine.paths.native.state import H_ABSENT, Chunk, Engine, _row, _spellings
+from cdc.engine.session import Session
 from cdc.formats.jsonl import loads
 
 FUNCS = {"COUNT": 1, "SUM": 2, "AVG": 3, "MIN": 4, "MAX": 5}  # AG_* of _kernel.c; COUNT(*) is 0

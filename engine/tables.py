@@ -13,10 +13,10 @@ from cdc.core.specs import AggregateSpec, DecodeSpec, FromChangelogSpec, Inspect
 from cdc.core.state import Findings, TableState, new_state
 from cdc.core.timeorder import sort_key
 from cdc.core.versioned import VersionedState
+from cdc.engine.empty import SHAPED, Empty
+from cdc.engine.job import Job
+from cdc.engine.session import Session
 from cdc.formats.base import RowReader, RowWriter
-from cdc.formats.engine.empty import SHAPED, Empty
-from cdc.formats.engine.job import Job
-from cdc.formats.engine.session import Session
 from cdc.formats.registry import open_writer
 
 

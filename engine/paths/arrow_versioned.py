@@ -18,8 +18,8 @@ from cdc.core.specs import MaterializeSpec
 from cdc.core.state import Findings
 from cdc.core.timeorder import TimePoint
 from cdc.core.versioned import VersionedState
-from cdc.formats.engine import arrow_compute as pc
-from cdc.formats.engine.arrow_rules import (
+from cdc.engine.job import Result
+from cdc.engine.paths.arrow_rules import (
     AFTER,
     INSERT,
     KINDS,
@@ -32,7 +32,7 @@ from cdc.formats.engine.arrow_rules import (
     same_as_previous,
     without,
 )
-from cdc.formats.engine.job import Result
+from cdc.formats import arrow_compute as pc
 
 ARRIVAL = "__cdc_arrival"
 
@@ -71,7 +71,7 @@ class AsOf(Materialize):
 
     def _counting(self, table: Any) -> Any:
         """Whether each change is at or before the point (a null time never is)."""
-        from cdc.formats.engine.arrow_time import compare_to
+        from cdc.engine.paths.arrow_time import compare_to
 
         times = column(table, self.tc)
         at_or_before = pc.call("less_equal", compare_to(times, self.point), 0)
@@ -103,8 +103,8 @@ class AsOf(Materialize):
         """The state after ``work`` (carried versions, then the chunk's counting changes)."""
         from pyarrow._compute import SortOptions
 
-        from cdc.formats.engine.arrow_rules import group_codes, group_order, same_as_next
-        from cdc.formats.engine.arrow_time import ranks
+        from cdc.engine.paths.arrow_rules import group_codes, group_order, same_as_next
+        from cdc.engine.paths.arrow_time import ranks
 
         pa = _pa()
         if not len(work):
@@ -149,7 +149,7 @@ class AsOf(Materialize):
             return
         out = table.select(without(self.images, self.metadata))
         if self.spec.sort:
-            from cdc.formats.engine.arrow_rules import sort_by_key
+            from cdc.engine.paths.arrow_rules import sort_by_key
 
             out = sort_by_key(out, self.spec.key)
         sink.table(out)
@@ -185,12 +185,12 @@ KIND_CODE = {"+I": 0, "-U": 1, "+U": 2, "-D": 3, "INSERT": 0, "UPDATE_BEFORE": 1
 
 
 def count_true(mask: Any) -> int:
-    from cdc.formats.engine.arrow_rules import count_true as count
+    from cdc.engine.paths.arrow_rules import count_true as count
 
     return count(mask)
 
 
 def _arange(n: int, start: int) -> Any:
-    from cdc.formats.engine.arrow_rules import arange
+    from cdc.engine.paths.arrow_rules import arange
 
     return arange(n, start)

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from cdc.formats.engine.inputs import resolve
-from cdc.formats.engine.job import Job, Progress, Result
-from cdc.formats.engine.plan import choose
-from cdc.formats.engine.session import session
+from cdc.engine.inputs import resolve
+from cdc.engine.job import Job, Progress, Result
+from cdc.engine.plan import choose
+from cdc.engine.session import session
 from cdc.formats.streams import check_input_exists, input_size
 
 

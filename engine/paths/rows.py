@@ -30,12 +30,12 @@ from cdc.core.specs import (
 )
 from cdc.core.state import Where
 from cdc.core.stats import Counts
+from cdc.engine.empty import SHAPED, Empty, Examples, empty_result, examples_for
+from cdc.engine.inputs import open_rows
+from cdc.engine.job import Job, Result
+from cdc.engine.session import Session, result_skips
+from cdc.engine.tables import metadata_of, new_table_state, table_rows, write_rows
 from cdc.formats.base import RowReader
-from cdc.formats.engine.empty import SHAPED, Empty, Examples, empty_result, examples_for
-from cdc.formats.engine.inputs import open_rows
-from cdc.formats.engine.job import Job, Result
-from cdc.formats.engine.session import Session, result_skips
-from cdc.formats.engine.tables import metadata_of, new_table_state, table_rows, write_rows
 from cdc.formats.streams import STDIO
 
 

@@ -27,9 +27,9 @@ from typing import Any
 
 from cdc.core.errors import CdcError, InputError, Location
 from cdc.core.model import Row
-from cdc.formats.engine.empty import Empty, Examples, examples_for
-from cdc.formats.engine.job import Job, Result
-from cdc.formats.engine.session import Session, result_skips
+from cdc.engine.empty import Empty, Examples, examples_for
+from cdc.engine.job import Job, Result
+from cdc.engine.session import Session, result_skips
 from cdc.formats.parquet.io import VECTOR_BATCH_ROWS
 from cdc.formats.streams import STDIO
 
@@ -45,7 +45,7 @@ def accepts(job: Job) -> bool:
         return False
     if not all(f in TABULAR for f in job.formats):
         return False
-    from cdc.formats.engine import arrow_rules
+    from cdc.engine.paths import arrow_rules
 
     rules = arrow_rules.rules_for(job.spec)
     if rules is None or not getattr(rules, "takes_job", lambda job: True)(job):
@@ -59,7 +59,7 @@ def input_schema(job: Job) -> Any:
     file cannot be read ahead (the run itself then says what is wrong, on the row path)."""
     import pyarrow as pa
 
-    from cdc.formats.engine.inputs import first_columns
+    from cdc.engine.inputs import first_columns
 
     schema = None
     for path, fmt in zip(job.inputs, job.formats, strict=True):
@@ -119,14 +119,14 @@ class Sink:
         self.written += len(table)
         if self._rows is None and self._tabular():
             if self._batches is None:
-                from cdc.formats.engine.arrow import BatchWriter
+                from cdc.engine.paths.arrow import BatchWriter
 
                 self._batches = BatchWriter(self.current.open_output().stream, self.job.out_format)
             # batches of the writer's size: each is a row group, encoded on a thread of its own
             for batch in table.to_batches(max_chunksize=VECTOR_BATCH_ROWS):
                 self._batches.write(batch)
         elif self._rows is None and self.job.sink is None and self.job.out_format == "jsonl":
-            from cdc.formats.engine.arrow_json import json_lines
+            from cdc.engine.paths.arrow_json import json_lines
 
             if self._stream is None:
                 self._stream = self.current.open_output().stream
@@ -165,7 +165,7 @@ class Sink:
 
     def _row_writer(self) -> Any:
         if self._rows is None:
-            from cdc.formats.engine.tables import make_writer
+            from cdc.engine.tables import make_writer
 
             self._rows = make_writer(self.job, self.current, self.info)  # type: ignore[arg-type]
         return self._rows
@@ -173,7 +173,7 @@ class Sink:
     def close(self, empty: Callable[[], Empty | None] | None) -> int:
         """Finish the file; with nothing written, the row path writes its empty output."""
         if self.written == 0 and self._rows is None:
-            from cdc.formats.engine.tables import write_rows
+            from cdc.engine.tables import write_rows
 
             return write_rows(self.job, self.current, iter(()), self.info, empty)  # type: ignore[arg-type]
         if self._batches is not None:
@@ -239,7 +239,7 @@ def _raw_delimited(delimiter: str) -> Callable[[Row], str]:
 
 
 def run(job: Job, current: Session) -> Result:
-    from cdc.formats.engine import arrow_rules
+    from cdc.engine.paths import arrow_rules
     from cdc.formats.registry import open_reader
 
     result = Result(path="arrow-state")
@@ -257,7 +257,7 @@ def run(job: Job, current: Session) -> Result:
     offset = 0  # changes before the first pending one
 
     def hand_over() -> Exact:
-        from cdc.formats.engine.rows import steps_for
+        from cdc.engine.paths.rows import steps_for
 
         holder = Exact(current, sink)
         holder.steps = state.hand_over(steps_for, holder.where)

@@ -37,16 +37,15 @@ from cdc.core.rowstore import row_identity
 from cdc.core.specs import AggregateSpec, EncodeSpec, InspectSpec, MaterializeSpec, ReplaySpec
 from cdc.core.state import KeyedState, MultisetState, TableState
 from cdc.core.timeorder import TimePoint, as_number, sort_key
-from cdc.formats.engine.empty import Examples, empty_result, examples_for
-from cdc.formats.engine.inputs import line_chunks
-from cdc.formats.engine.job import Job, Result
-from cdc.formats.engine.native.kernel import KINDS, _kernel, available
-from cdc.formats.engine.session import Session, result_skips
-from cdc.formats.engine.tables import metadata_of, new_table_state, table_rows, write_rows, write_texts
+from cdc.engine.empty import Examples, empty_result, examples_for
+from cdc.engine.inputs import line_chunks
+from cdc.engine.job import Job, Result
+from cdc.engine.paths.native.kernel import KINDS, _kernel, available, count_lines
+from cdc.engine.session import Session, result_skips
+from cdc.engine.tables import metadata_of, new_table_state, table_rows, write_rows, write_texts
 from cdc.formats.jsonl import (
     CHUNK_BYTES,
     bad_line_error,
-    count_lines,
     dumps,
     loads,
     loads_for,
@@ -99,7 +98,7 @@ def accepts(job: Job) -> bool:
     if isinstance(spec, EncodeSpec):
         return writes_lines and spec.time_column != spec.kind_column
     if isinstance(spec, AggregateSpec):
-        from cdc.formats.engine.native.aggregate import takes
+        from cdc.engine.paths.native.aggregate import takes
 
         return writes_lines and takes(spec)
     return False
@@ -111,7 +110,7 @@ def run(job: Job, current: Session) -> Result:
         return _run_encode(job, current)
     engine: Engine
     if isinstance(spec, AggregateSpec):
-        from cdc.formats.engine.native.aggregate import AggregateEngine
+        from cdc.engine.paths.native.aggregate import AggregateEngine
 
         engine = AggregateEngine(spec, current.open_output().stream)
     elif isinstance(spec, MaterializeSpec):
@@ -120,7 +119,7 @@ def run(job: Job, current: Session) -> Result:
         engine = InspectEngine(spec)
     else:
         engine = ReplayEngine(spec, current.open_output().stream)
-    from cdc.formats.engine.workers import keep_heap_memory
+    from cdc.engine.workers import keep_heap_memory
 
     keep_heap_memory()  # chunks and their records are megabytes each: kept on the heap, not mapped anew
     lines = StateLines(engine)
@@ -738,8 +737,8 @@ class ReplayEngine(Engine):
 def _run_encode(job: Job, current: Session) -> Result:
     """Events of the lines the kernel is sure of as it writes them; the rest (and the end) by
     the general encoder, which holds the pending -U while it decides."""
+    from cdc.engine.workers import keep_heap_memory
     from cdc.formats.debezium import DebeziumEncoder
-    from cdc.formats.engine.workers import keep_heap_memory
     from cdc.formats.jsonl import JsonlWriter
 
     keep_heap_memory()

@@ -21,8 +21,9 @@ from cdc.core.model import Row
 from cdc.core.replay import ReplayCounts, Replayer
 from cdc.core.specs import ReplaySpec
 from cdc.core.timeorder import TimePoint
-from cdc.formats.engine import arrow_compute as pc
-from cdc.formats.engine.arrow_rules import (
+from cdc.engine.empty import Empty, empty_result
+from cdc.engine.job import Result
+from cdc.engine.paths.arrow_rules import (
     AFTER,
     BEFORE,
     DELETE,
@@ -43,8 +44,7 @@ from cdc.formats.engine.arrow_rules import (
     same_as_previous,
     without,
 )
-from cdc.formats.engine.empty import Empty, empty_result
-from cdc.formats.engine.job import Result
+from cdc.formats import arrow_compute as pc
 
 
 def _pa() -> Any:
@@ -122,7 +122,7 @@ class Replay(ChangeRules):
         version. The stored version's value is the greatest of the puts before it since the
         key was last deleted, taking every ``-D`` for a deletion — None (a hand-over) when a
         ``-D`` itself is late, which breaks that, or when the values cannot be ranked."""
-        from cdc.formats.engine.arrow_time import ranks
+        from cdc.engine.paths.arrow_time import ranks
 
         pa = _pa()
         int64 = pa.int64()
@@ -293,19 +293,19 @@ class Replay(ChangeRules):
 
 
 def _seqs(n: int, offset: int) -> Any:
-    from cdc.formats.engine.arrow_rules import arange
+    from cdc.engine.paths.arrow_rules import arange
 
     return arange(n, offset)
 
 
 def _compare(column: Any, point: TimePoint) -> Any:
-    from cdc.formats.engine.arrow_time import compare_to
+    from cdc.engine.paths.arrow_time import compare_to
 
     return compare_to(column, point)
 
 
 def _count_kinds(codes: Any) -> list[int]:
-    from cdc.formats.engine.arrow_rules import count_codes
+    from cdc.engine.paths.arrow_rules import count_codes
 
     return count_codes(codes)
 
@@ -319,7 +319,7 @@ def replay_steps(spec: ReplaySpec, result: Result, replayer: Replayer) -> Any:
     """The row path's steps of ``replay`` (``rows._replay``), around a replayer already holding
     the state built here."""
     from cdc.core.inputmodes import change_reader
-    from cdc.formats.engine.rows import Steps
+    from cdc.engine.paths.rows import Steps
 
     result.detail = replayer.counts
     change_of = change_reader(spec.input_mode, spec.kind_column, spec.delete_when)

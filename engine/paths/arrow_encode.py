@@ -19,9 +19,9 @@ import orjson
 
 from cdc.core.errors import InputError
 from cdc.core.specs import EncodeSpec
-from cdc.formats.engine import arrow_compute as pc
-from cdc.formats.engine.arrow_rules import AFTER, BEFORE, DELETE, INSERT, KINDS, ChangeRules, count_codes
-from cdc.formats.engine.job import Job, Result
+from cdc.engine.job import Job, Result
+from cdc.engine.paths.arrow_rules import AFTER, BEFORE, DELETE, INSERT, KINDS, ChangeRules, count_codes
+from cdc.formats import arrow_compute as pc
 
 OPS = ("c", "u", "d")
 SLICE_ROWS = 1 << 17
@@ -88,8 +88,8 @@ class Encode(ChangeRules):
             micros = pc.cast(pc.cast(column, pa.timestamp("us", kind.tz)), pa.int64())
             seconds = pc.call("divide", pc.cast(micros, pa.float64()), 1e6)
             return _truncated(pc.call("multiply", seconds, 1000.0))
+        from cdc.engine.paths.arrow_time import distinct
         from cdc.formats.debezium import _epoch_millis
-        from cdc.formats.engine.arrow_time import distinct
 
         values, index = distinct(column)
         try:
@@ -114,7 +114,7 @@ class Encode(ChangeRules):
         return True
 
     def _encode(self, table: Any, times: Any, kinds: Any, sink: Any) -> None:
-        from cdc.formats.engine.arrow_json import lines_of, object_texts
+        from cdc.engine.paths.arrow_json import lines_of, object_texts
 
         pa = _pa()
         int8 = pa.int8()
@@ -136,7 +136,7 @@ class Encode(ChangeRules):
             follows = pa.concat_arrays([is_after.slice(1), pa.array([False])])
             paired_with_next = pc.and_(is_before, follows)
             if self.spec.key and pc.any(paired_with_next).as_py():
-                from cdc.formats.engine.arrow_rules import arange, shifted_equal
+                from cdc.engine.paths.arrow_rules import arange, shifted_equal
 
                 same_key = shifted_equal(table, arange(n), list(self.spec.key))
                 paired_with_next = pc.and_(paired_with_next, pa.concat_arrays([same_key.slice(1), pa.array([False])]))

@@ -20,9 +20,9 @@ from typing import Any
 from cdc.core.kinds import KIND_BY_TEXT
 from cdc.core.specs import CHANGELOG, AggregateSpec, EncodeSpec, InspectSpec, MaterializeSpec, ReplaySpec
 from cdc.core.state import Findings, KeyedState, MultisetState
-from cdc.formats.engine import arrow_compute as pc
-from cdc.formats.engine.empty import Empty, empty_result
-from cdc.formats.engine.job import Result
+from cdc.engine.empty import Empty, empty_result
+from cdc.engine.job import Result
+from cdc.formats import arrow_compute as pc
 
 SPELLINGS = list(KIND_BY_TEXT)  # +I -U +U -D, then the long names in the same order
 INSERT, BEFORE, AFTER, DELETE = 0, 1, 2, 3  # kind codes: KINDS[code] is the kind
@@ -39,24 +39,24 @@ def rules_for(spec: Any) -> Rules | None:
     """The rules class of a spec, or None when the Arrow path does not vectorize its options."""
     if isinstance(spec, MaterializeSpec):
         if spec.as_of is not None:
-            from cdc.formats.engine.arrow_versioned import AsOf
+            from cdc.engine.paths.arrow_versioned import AsOf
 
             return AsOf
         return KeyedMaterialize if spec.key else MultisetMaterialize
     if isinstance(spec, AggregateSpec):
-        from cdc.formats.engine.arrow_aggregate import Aggregate
+        from cdc.engine.paths.arrow_aggregate import Aggregate
 
         return Aggregate
     if isinstance(spec, EncodeSpec):
-        from cdc.formats.engine.arrow_encode import Encode
+        from cdc.engine.paths.arrow_encode import Encode
 
         return Encode
     if isinstance(spec, InspectSpec):
-        from cdc.formats.engine.arrow_inspect import Inspect
+        from cdc.engine.paths.arrow_inspect import Inspect
 
         return Inspect
     if isinstance(spec, ReplaySpec):
-        from cdc.formats.engine.arrow_replay import Replay
+        from cdc.engine.paths.arrow_replay import Replay
 
         return Replay
     return None
@@ -420,7 +420,7 @@ class ChangeRules:
         if delete_when is None or delete_when[0] not in table.schema.names:
             return pa.repeat(pa.scalar(AFTER, pa.int8()), len(table))
         from cdc.core.compare import canonical
-        from cdc.formats.engine.arrow_time import distinct
+        from cdc.engine.paths.arrow_time import distinct
 
         column, value = delete_when
         marker = canonical(value)
@@ -488,7 +488,7 @@ class Materialize(ChangeRules):
     """What keyed and multiset tables share: counts, the output, the account."""
 
     def __init__(self, spec: MaterializeSpec, schema: Any, result: Result):
-        from cdc.formats.engine.tables import metadata_of
+        from cdc.engine.tables import metadata_of
 
         super().__init__(spec, schema, result)
         self.metadata = metadata_of(spec)

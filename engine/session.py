@@ -14,7 +14,7 @@ import orjson
 
 from cdc.core.errors import CdcError, InputError, Location, UsageError
 from cdc.core.model import OnError, Reject, fail_on_bad
-from cdc.formats.engine.job import Job, Progress
+from cdc.engine.job import Job, Progress
 from cdc.formats.streams import STDIO, Output, check_input_exists, same_target
 
 

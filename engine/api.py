@@ -37,9 +37,9 @@ from cdc.core.specs import (
     ReplaySpec,
 )
 from cdc.core.state import Policy
-from cdc.formats.engine.job import Job, Result
-from cdc.formats.engine.run import run_job
-from cdc.formats.engine.sinks import ListSink
+from cdc.engine.job import Job, Result
+from cdc.engine.run import run_job
+from cdc.engine.sinks import ListSink
 
 Source = str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | Iterable[Row]
 Columns = str | Sequence[str]

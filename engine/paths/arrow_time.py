@@ -14,7 +14,7 @@ from decimal import ROUND_FLOOR, Decimal
 from typing import Any
 
 from cdc.core.timeorder import TimePoint, as_datetime, as_number, sort_key
-from cdc.formats.engine import arrow_compute as pc
+from cdc.formats import arrow_compute as pc
 
 
 def _pa() -> Any:

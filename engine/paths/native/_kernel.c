@@ -1,4 +1,4 @@
-/* cdc.formats.engine.native._kernel: the JSON-lines conversions that move one column, line by line in C.
+/* cdc.engine.paths.native._kernel: the JSON-lines conversions that move one column, line by line in C.
  *
  * Each line is validated as strict JSON (RFC 8259 grammar, strict UTF-8, paired surrogate
  * escapes) while it is walked. A line this code is not sure of — invalid or merely unusual: a
@@ -2069,7 +2069,7 @@ static PyMethodDef table_methods[] = {
 static PySequenceMethods table_as_sequence = {.sq_length = (lenfunc)table_len};
 
 static PyTypeObject TableType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "cdc.formats.engine.native._kernel.Table",
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "cdc.engine.paths.native._kernel.Table",
     .tp_doc = "An upsert table of row bytes by key bytes, in first-insertion order.",
     .tp_basicsize = sizeof(Table),
     .tp_flags = Py_TPFLAGS_DEFAULT,
@@ -3631,7 +3631,7 @@ static PyMethodDef state_methods[] = {
 };
 
 static PyTypeObject StateType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "cdc.formats.engine.native._kernel.State",
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "cdc.engine.paths.native._kernel.State",
     .tp_doc = "The state of materialize (multiset, --dedup), inspect or replay, applied from records.",
     .tp_basicsize = sizeof(State),
     .tp_flags = Py_TPFLAGS_DEFAULT,
@@ -4430,7 +4430,7 @@ static PyMethodDef aggregate_methods[] = {
 };
 
 static PyTypeObject AggregateType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "cdc.formats.engine.native._kernel.Aggregate",
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "cdc.engine.paths.native._kernel.Aggregate",
     .tp_doc = "Flink's group aggregate (COUNT, SUM, AVG, MIN, MAX of integers) applied from records.",
     .tp_basicsize = sizeof(Aggregate),
     .tp_flags = Py_TPFLAGS_DEFAULT,

@@ -28,12 +28,12 @@ from cdc.core.kinds import KIND_BY_TEXT
 from cdc.core.model import Reject
 from cdc.core.specs import MaterializeSpec
 from cdc.core.state import KeyedState
-from cdc.formats.engine.empty import empty_result, examples_for
-from cdc.formats.engine.inputs import line_chunks
-from cdc.formats.engine.job import Job, Result
-from cdc.formats.engine.native.kernel import KINDS, _kernel, available
-from cdc.formats.engine.session import Session, result_skips
-from cdc.formats.engine.tables import new_table_state, table_rows, write_rows, write_texts
+from cdc.engine.empty import empty_result, examples_for
+from cdc.engine.inputs import line_chunks
+from cdc.engine.job import Job, Result
+from cdc.engine.paths.native.kernel import KINDS, _kernel, available
+from cdc.engine.session import Session, result_skips
+from cdc.engine.tables import new_table_state, table_rows, write_rows, write_texts
 from cdc.formats.jsonl import bad_line_error, loads_for, not_an_object_message
 
 

@@ -16,8 +16,9 @@ from cdc.core.model import Reject, Row
 from cdc.core.presets import COMMIT_COLUMNS
 from cdc.core.specs import CHANGELOG, EVENTS, DecodeSpec, FromChangelogSpec, InspectSpec, MaterializeSpec
 from cdc.core.stats import Counts
+from cdc.engine.job import Job
+from cdc.engine.paths.native.kernel import count_lines
 from cdc.formats.base import RowReader
-from cdc.formats.engine.job import Job
 from cdc.formats.envelopes import ENVELOPES, decoder_for
 from cdc.formats.registry import INPUT_FORMATS, format_of, input_format, open_inputs, output_format, sniff_stdin
 from cdc.formats.streams import STDIO, display_name
@@ -222,7 +223,7 @@ def line_chunks(
         name = display_name(path)
         stream = decompressed(open_input(path, on_bytes), name)
         try:
-            for chunk, first in read_chunks(stream, size or CHUNK_BYTES):
+            for chunk, first in read_chunks(stream, size or CHUNK_BYTES, count_lines):
                 if examples is not None:
                     examples.add_lines(chunk)
                 yield chunk, first, name

@@ -12,8 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from cdc.core.errors import UsageError
-from cdc.formats.engine.job import Job, Result
-from cdc.formats.engine.session import Session
+from cdc.engine.job import Job, Result
+from cdc.engine.session import Session
 
 
 @dataclass(frozen=True)
@@ -24,38 +24,38 @@ class Path:
 
 
 def _keyed_kernel() -> Path:
-    from cdc.formats.engine.native import keyed
+    from cdc.engine.paths.native import keyed
 
     return Path("keyed-kernel", keyed.accepts, keyed.run)
 
 
 def _state_kernel() -> Path:
-    from cdc.formats.engine.native import state
+    from cdc.engine.paths.native import state
 
     return Path("state-kernel", state.accepts, state.run)
 
 
 def _arrow() -> Path:
-    from cdc.formats.engine import arrow
+    from cdc.engine.paths import arrow
 
     return Path("arrow", arrow.accepts, arrow.run)
 
 
 def _arrow_state() -> Path:
-    from cdc.formats.engine import arrow_state
+    from cdc.engine.paths import arrow_state
 
     return Path("arrow-state", arrow_state.accepts, arrow_state.run)
 
 
 def _lines_arrow() -> Path:
-    from cdc.formats.engine import arrow_lines
+    from cdc.engine.paths import arrow_lines
 
     return Path("lines-arrow", arrow_lines.accepts, arrow_lines.run)
 
 
 def _kernel_lines() -> Path:
-    from cdc.formats.engine import lines
-    from cdc.formats.engine.native import kernel
+    from cdc.engine.paths import lines
+    from cdc.engine.paths.native import kernel
 
     def accepts(job: Job) -> bool:
         return lines.accepts(job) and kernel.accepts(job.spec)
@@ -64,13 +64,13 @@ def _kernel_lines() -> Path:
 
 
 def _lines() -> Path:
-    from cdc.formats.engine import lines
+    from cdc.engine.paths import lines
 
     return Path("lines", lines.accepts, lambda job, current: lines.run(job, current, with_kernel=False))
 
 
 def _rows() -> Path:
-    from cdc.formats.engine import rows
+    from cdc.engine.paths import rows
 
     return Path("rows", rows.accepts, rows.run)
 

@@ -18,8 +18,8 @@ from cdc.core.kinds import KIND_BY_TEXT
 from cdc.core.rowstore import missing_key
 from cdc.core.specs import FromChangelogSpec, ToChangelogSpec
 from cdc.core.stats import Counts
-from cdc.formats.engine.job import Job, Result
-from cdc.formats.engine.session import Session, result_skips
+from cdc.engine.job import Job, Result
+from cdc.engine.session import Session, result_skips
 from cdc.formats.jsonl import dumps
 from cdc.formats.streams import STDIO
 
@@ -88,7 +88,7 @@ def _declared_empty(spec: Any, names: list[str], hints: Any) -> Any:
     column has its type, others are text."""
     import pyarrow as pa
 
-    from cdc.formats.engine.empty import empty_result
+    from cdc.engine.empty import empty_result
 
     shape = empty_result(spec, names, None)
     if shape is None:
@@ -106,7 +106,7 @@ def _bad_rows(
     batch: Any, invalid: Any, where: Callable[[int], Location], reject: Any, error: Callable[[Any], InputError]
 ) -> Any:
     """Raise for the first invalid row, or reject every one; returns the mask of rows to keep."""
-    from cdc.formats.engine import arrow_compute as pc
+    from cdc.formats import arrow_compute as pc
 
     rows = pc.indices_nonzero(invalid).to_pylist()
     for i in rows:
@@ -128,7 +128,7 @@ def _as_unmapped(column: Any) -> Any:
 
 
 def _count(counts: Counts, kinds: Any) -> None:
-    from cdc.formats.engine import arrow_compute as pc
+    from cdc.formats import arrow_compute as pc
 
     for item in pc.value_counts(kinds).to_pylist():
         if item["values"] is not None:
@@ -138,7 +138,7 @@ def _count(counts: Counts, kinds: Any) -> None:
 def from_changelog_batches(spec: FromChangelogSpec, counts: Counts) -> BatchConverter:
     import pyarrow as pa
 
-    from cdc.formats.engine import arrow_compute as pc
+    from cdc.formats import arrow_compute as pc
 
     codes = list(spec.mapping)
     kinds = pa.array([spec.mapping[c].value for c in codes], pa.string())
@@ -195,7 +195,7 @@ def from_changelog_batches(spec: FromChangelogSpec, counts: Counts) -> BatchConv
 def to_changelog_batches(spec: ToChangelogSpec, counts: Counts) -> BatchConverter:
     import pyarrow as pa
 
-    from cdc.formats.engine import arrow_compute as pc
+    from cdc.formats import arrow_compute as pc
 
     spellings = list(KIND_BY_TEXT)
     spelling_set = pa.array(spellings, pa.string())

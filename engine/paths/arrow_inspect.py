@@ -14,14 +14,14 @@ from typing import Any
 from cdc.core.profile import Profile
 from cdc.core.specs import InspectSpec, MaterializeSpec
 from cdc.core.timeorder import sort_key
-from cdc.formats.engine import arrow_compute as pc
-from cdc.formats.engine.arrow_rules import (
+from cdc.engine.job import Result
+from cdc.engine.paths.arrow_rules import (
     ChangeRules,
     KeyedMaterialize,
     MultisetMaterialize,
     group_codes,
 )
-from cdc.formats.engine.job import Result
+from cdc.formats import arrow_compute as pc
 
 
 class KeyCount:
@@ -85,7 +85,7 @@ class Inspect:
         self.keys = pc.take(both, firsts)
 
     def _merge_times(self, times: Any) -> None:
-        from cdc.formats.engine.arrow_time import first_extremes
+        from cdc.engine.paths.arrow_time import first_extremes
 
         self.time_missing += times.null_count
         extremes = first_extremes(times)
@@ -116,7 +116,7 @@ class Inspect:
         return steps
 
     def finish(self, sink: Any) -> None:
-        from cdc.formats.engine.tables import metadata_of
+        from cdc.engine.tables import metadata_of
 
         profile = Profile(self.spec.key, self.spec.time_column, metadata_of(self.spec))
         profile.state = self.table.summary()

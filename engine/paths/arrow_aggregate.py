@@ -24,8 +24,9 @@ from typing import Any
 from cdc.core.aggregate import AggregateCounts
 from cdc.core.specs import AggregateSpec
 from cdc.core.state import Findings, Policy
-from cdc.formats.engine import arrow_compute as pc
-from cdc.formats.engine.arrow_rules import (
+from cdc.engine.empty import Empty, empty_result
+from cdc.engine.job import Job, Result
+from cdc.engine.paths.arrow_rules import (
     KINDS,
     ChangeRules,
     column,
@@ -40,8 +41,7 @@ from cdc.formats.engine.arrow_rules import (
     integer_codes,
     same_as_previous,
 )
-from cdc.formats.engine.empty import Empty, empty_result
-from cdc.formats.engine.job import Job, Result
+from cdc.formats import arrow_compute as pc
 
 PLAIN_ROWS = 65_536  # the row path's Parquet writer fixes a column's type from its first rows
 
