@@ -15,7 +15,7 @@ from typing import Any
 
 from cdc.core.errors import InputError
 from cdc.core.model import Change, Key, Row
-from cdc.core.rowstore import KeyedRows
+from cdc.core.rowstore import KeyedRows, same_row
 from cdc.core.specs import ReplaySpec
 from cdc.core.timeorder import TimePoint
 
@@ -70,7 +70,7 @@ class KeyedReplay:
         table.put(key, image)
         if stored is None:
             return [("+I", image)] if emit else []
-        if stored == image and not self.options.keep_noop:
+        if not self.options.keep_noop and (stored == image or same_row(stored, image)):
             self.counts.noops += 1
             return []
         if not emit:

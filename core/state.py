@@ -14,7 +14,7 @@ from enum import StrEnum
 
 from cdc.core.errors import InconsistencyError, Location
 from cdc.core.model import Key, Row
-from cdc.core.rowstore import KeyedRows, MultisetRows, hashable, row_identity, same_row
+from cdc.core.rowstore import KeyedRows, MultisetRows, differing_columns, row_identity, same_row
 
 Where = Callable[[], Location | None]
 MAX_EXAMPLES = 5
@@ -167,11 +167,11 @@ class KeyedState(TableState):
                     where,
                 )
                 return
-            if stored != image and not (self.metadata and same_row(stored, image, self.metadata)):
+            if stored != image and not same_row(stored, image, self.metadata):
                 self.findings.add(
                     "update-before differs from the stored row",
                     f"-U image differs from the stored row for {describe_key(self.key, image)}: "
-                    f"{_changed_columns(stored, image)}",
+                    f"{_changed_columns(stored, image, self.metadata)}",
                     where,
                 )
             retracted.add(key)
@@ -202,7 +202,7 @@ class KeyedState(TableState):
                 return True
             return False
         if stored is not None:
-            if stored == image or (self.metadata and same_row(stored, image, self.metadata)):
+            if stored == image or same_row(stored, image, self.metadata):
                 self.duplicates += 1
                 return True
             if kind == "+I":  # a redelivered insert of an older version: an upsert, not an error
@@ -213,9 +213,21 @@ class KeyedState(TableState):
         return False
 
 
-def _changed_columns(stored: Row, image: Row) -> str:
-    names = [c for c in dict.fromkeys([*stored, *image]) if hashable(stored.get(c)) != hashable(image.get(c))]
-    return ", ".join(f"{c}: stored {stored.get(c)!r}, got {image.get(c)!r}" for c in names[:3])
+def _changed_columns(stored: Row, image: Row, metadata: frozenset[str] = frozenset()) -> str:
+    """The differing columns, each with both values (a missing column reads as null)."""
+    names = differing_columns(stored, image, metadata)
+    more = f" (and {len(names) - 3} more)" if len(names) > 3 else ""
+    return ", ".join(f"{c}: stored {_text(stored.get(c))}, got {_text(image.get(c))}" for c in names[:3]) + more
+
+
+def _text(value: object) -> str:
+    """A value as a finding spells it: JSON's way (null, true, "text")."""
+    import json
+
+    try:
+        return json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return repr(value)
 
 
 class MultisetState(TableState):

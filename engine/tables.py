@@ -40,9 +40,34 @@ def table_rows(state: TableState, spec: MaterializeSpec) -> Iterable[Row]:
     rows = state.rows()
     if state.metadata:
         rows = (strip(row, state.metadata) for row in rows)
+    rows = all_columns(rows, lambda: state.rows(), state.metadata)
     if not spec.sort:
         return rows
     return sorted(rows, key=lambda r: tuple(sort_key(r.get(c)) for c in (spec.key or list(r))))
+
+
+def all_columns(
+    rows: Iterable[Row], again: Callable[[], Iterable[Row]], metadata: frozenset[str] = frozenset()
+) -> Iterable[Row]:
+    """A table whose rows do not all have the same columns (``ALTER TABLE … ADD COLUMN`` in the
+    middle of the stream: rows last written before it lack the column) as rows of the union of
+    the columns, in first-seen order, a missing column null. ``again`` lists the rows once more
+    (the state holds them): the first look only collects the names."""
+    names: dict[str, None] = {}
+    shape: Any = None
+    uneven = False
+    for row in again():
+        keys = row.keys()
+        if shape is None:
+            shape = keys
+            names = dict.fromkeys(keys)
+        elif keys != shape:
+            uneven = True
+            names.update(dict.fromkeys(keys))
+    if not uneven:
+        return rows
+    columns = [c for c in names if c not in metadata]
+    return ({c: row.get(c) for c in columns} for row in rows)
 
 
 def output_kind_column(spec: Any) -> str | None:

@@ -33,7 +33,7 @@ from cdc.core.kinds import KIND_BY_TEXT
 from cdc.core.model import Reject, Row
 from cdc.core.profile import Profile
 from cdc.core.replay import KeyedReplay, ReplayCounts, Replayer
-from cdc.core.rowstore import row_identity
+from cdc.core.rowstore import row_identity, same_row
 from cdc.core.specs import AggregateSpec, EncodeSpec, InspectSpec, MaterializeSpec, ReplaySpec
 from cdc.core.state import KeyedState, MultisetState, TableState
 from cdc.core.timeorder import TimePoint, as_number, sort_key
@@ -156,6 +156,15 @@ class Chunk:
         self.reject(err.located(self.where(line)), self.raw(offset))
 
 
+class HandOver(Exception):  # noqa: N818 - a signal, not an error
+    """Raised by a handle: the kernel stops at this record (line, byte offset in its chunk) and
+    the general way takes it and the rest."""
+
+    def __init__(self, line: int, offset: int, kind: str):
+        super().__init__(line, offset, kind)
+        self.line, self.offset, self.kind = line, offset, kind
+
+
 class Engine:
     """One command's state: the kernel's State while it lasts, the core's after a hand-over."""
 
@@ -171,6 +180,10 @@ class Engine:
         raise NotImplementedError
 
     def hand_over(self) -> None:
+        raise NotImplementedError
+
+    def undo(self, kind: str) -> None:
+        """After a ``HandOver``: the stopped record, counted by the kernel, is not applied yet."""
         raise NotImplementedError
 
     def step(self, row: Row, where: Location) -> None:
@@ -270,7 +283,14 @@ class StateLines:
         the rest of the chunk went the general way)."""
         if self.engine.kernel is None:  # handed over while this chunk was parsed: cannot be (drained first)
             raise AssertionError("records for a state handed over")
-        stop = self.engine.apply(packed, at)
+        try:
+            stop = self.engine.apply(packed, at)
+        except HandOver as stopped:  # the kernel left the record undone: the general way takes it
+            self.records += stopped.line
+            self.engine.hand_over()
+            self.engine.undo(stopped.kind)
+            self._general(at, stopped.offset, at.first_line + stopped.line)
+            return False
         if stop is None:
             self.records += lines
             return True
@@ -400,7 +420,12 @@ class TableEngine(Engine):
 
     def handle(self, code: int, line: int, offset: int, kind: str, a: bytes | None, b: bytes | None, at: Chunk) -> int:
         if code == H_EQUAL:
-            return int(_row(a) == _row(b))
+            return int(same_row(_row(a), _row(b)))
+        if code == H_ABSENT and not self.key:
+            # The kernel finds a multiset's row by its text: a retraction whose image names a
+            # column as null that the stored row lacks (or the reverse: ALTER TABLE … ADD COLUMN
+            # mid-stream) is the same row to the core. The general way takes it from here.
+            raise HandOver(line, offset, kind)
         if code in (H_EXISTS, H_ABSENT, H_DIFFERS):
             return self._finding(kind, a, _row(b), line, offset, at)
         raise AssertionError(f"the kernel asked {code}")
@@ -455,6 +480,11 @@ class TableEngine(Engine):
         self._load_counters()
         self._load_rows()
         self.kernel = None
+
+    def undo(self, kind: str) -> None:
+        self.table.by_kind[kind] -= 1
+        if isinstance(self.table, MultisetState):
+            self.table._previous = None  # the kernel took the stopped record for the previous one
 
     def step(self, row: Row, where: Location) -> None:
         kind, image = split_change(row, self.kc)
@@ -566,6 +596,10 @@ class InspectEngine(TableEngine):
         self._load_rows()
         self.kernel = None
 
+    def undo(self, kind: str) -> None:
+        super().undo(kind)
+        self.profile.changes -= 1
+
     def step(self, row: Row, where: Location) -> None:
         kind, image = split_change(row, self.kc)
         self.profile.add(kind, image, lambda: where)
@@ -644,7 +678,7 @@ class ReplayEngine(Engine):
 
         def handle(code: int, line: int, offset: int, kind: int, a: bytes | None, b: bytes | None) -> int:
             if code == H_EQUAL:
-                return int(_row(a) == _row(b))
+                return int(same_row(_row(a), _row(b)))
             if code == H_LATE:
                 return int(TimePoint(_row(a)).compare(_row(b)) < 0)
             if code == H_WINDOW:
