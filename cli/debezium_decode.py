@@ -5,6 +5,8 @@ from __future__ import annotations
 from cdc.cli import options as o
 from cdc.cli.decode import (
     Bootstrap,
+    DatabaseInclude,
+    TableInclude,
     Key,
     Metadata,
     OnTruncate,
@@ -24,6 +26,8 @@ def command(
     on_truncate: OnTruncateOpt = OnTruncate.fail,
     metadata: Metadata = None,
     raw_values: RawValues = False,
+    database_include: DatabaseInclude = None,
+    table_include: TableInclude = None,
     kind_column: o.KindColumn = "op",
 ) -> None:
     """Decode Debezium JSON change events into changelog rows, exactly as Flink's debezium-json does.
@@ -52,8 +56,8 @@ def command(
         on_truncate,
         metadata,
         raw_values,
-        None,
-        None,
+        database_include,
+        table_include,
         Bootstrap.insert,
         kind_column,
         "debezium-decode",

@@ -14,7 +14,7 @@ from cdc.core.specs import InspectSpec
 from cdc.formats.jsonl import encode_default
 
 
-@o.cdc_command(o.INPUT, o.ERRORS, o.REPORT, o.SQL)
+@o.cdc_command(o.INPUT, o.ERRORS, o.REPORT, o.SQL, o.TABLES)
 def command(
     common: o.Common,
     key: o.KeyOpt = None,
@@ -53,6 +53,7 @@ def command(
         return
     result = run(common, spec, "inspect")
     report = result.detail.as_dict(common.inputs)
+    add_tables(report, result.counts.tables)
     if as_json:
         sys.stdout.buffer.write(
             orjson.dumps(
@@ -68,9 +69,21 @@ def command(
     sys.stdout.flush()
 
 
+def add_tables(report: dict[str, Any], tables: dict[str, Any]) -> None:
+    """The tables change events named (name, events, first line), for envelopes that say."""
+    if tables:
+        report["tables"] = [{"name": n, "events": t.events, "first": t.first} for n, t in tables.items()]
+
+
 def plain(report: dict[str, Any]) -> str:
     counts = ", ".join(f"{k} {n}" for k, n in report["counts"].items())
-    lines = [
+    lines = []
+    tables = report.get("tables", [])
+    for i, t in enumerate(tables):
+        lines.append(("tables:    " if i == 0 else "           ") + f"{t['name']}  ({t['events']} events, first {t['first']})")
+    if len(tables) > 1:
+        lines.append("           several tables: the rest mixes them; pick one with --table-include")
+    lines += [
         f"kinds:     {report['kinds']}  ({report['mode']})",
         f"changes:   {report['changes']}  ({counts})",
         f"live rows: {report['live_rows']}",

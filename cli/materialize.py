@@ -69,7 +69,7 @@ Expect = Annotated[
 ]
 
 
-@o.cdc_command(o.INPUT, o.OUTPUT, o.ERRORS, o.REPORT, o.SQL)
+@o.cdc_command(o.INPUT, o.OUTPUT, o.ERRORS, o.REPORT, o.SQL, o.TABLES)
 def command(
     common: o.Common,
     key: o.KeyOpt = None,

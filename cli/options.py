@@ -70,6 +70,8 @@ class Common:
     sink_topic: str | None = None
     bootstrap_servers: str | None = None
     sink_path: str | None = None
+    database_include: str | None = None
+    table_include: str | None = None
 
 
 @dataclass(frozen=True)
@@ -296,6 +298,39 @@ SQL = Group(
                 str | None,
                 typer.Option(
                     "--sink-path", help="The filesystem sink's folder.", rich_help_panel=SQL_PANEL, show_default=False
+                ),
+            ],
+            None,
+        ),
+    )
+)
+
+TABLES_PANEL = "Change events (-i debezium|canal|maxwell|ogg)"
+TABLES = Group(
+    (
+        (
+            "database_include",
+            Annotated[
+                str | None,
+                typer.Option(
+                    "--database-include",
+                    help="Only the databases (or schemas) matching this regular expression, whole.",
+                    rich_help_panel=TABLES_PANEL,
+                    show_default=False,
+                ),
+            ],
+            None,
+        ),
+        (
+            "table_include",
+            Annotated[
+                str | None,
+                typer.Option(
+                    "--table-include",
+                    help="Only the table matching this regular expression, whole: the table, or "
+                    "db.table / schema.table / db.schema.table. A stream of several tables needs it.",
+                    rich_help_panel=TABLES_PANEL,
+                    show_default=False,
                 ),
             ],
             None,

@@ -15,6 +15,12 @@ from cdc.engine.tables import output_kind_column
 
 
 def job_of(common: Common, spec: Any, sink: RowSink | None = None) -> Job:
+    if common.database_include is not None or common.table_include is not None:
+        from dataclasses import replace
+
+        from cdc.core.specs import Tables
+
+        spec = replace(spec, tables=Tables(common.database_include, common.table_include))
     return Job(
         spec,
         inputs=tuple(common.inputs),

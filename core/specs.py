@@ -24,6 +24,18 @@ EVENTS = "events"
 
 
 @dataclass(frozen=True)
+class Tables:
+    """``--table-include`` / ``--database-include`` of a command that reads change events on the
+    way in (``-i debezium|canal|maxwell|ogg``): which tables of the stream it reads."""
+
+    database_include: str | None = None
+    table_include: str | None = None
+
+    def __bool__(self) -> bool:
+        return self.database_include is not None or self.table_include is not None
+
+
+@dataclass(frozen=True)
 class CopySpec:
     """Rows → the same rows (a change of format, or rows read for a caller); with
     ``reads=CHANGELOG``, envelope inputs are decoded to changelog rows on the way."""
@@ -68,6 +80,7 @@ class ToChangelogSpec:
     op_column: str = "op"
     kind_column: str = "op"
     drop: frozenset[RowKind] = field(default_factory=frozenset)
+    tables: Tables = Tables()  # -i debezium|canal|maxwell|ogg: the tables read
 
 
 @dataclass(frozen=True)
@@ -83,14 +96,16 @@ class DecodeSpec:
     metadata: tuple[str, ...] = ()  # NAME[=COLUMN] requests, checked against the envelope's keys
     on_truncate: str = "fail"  # fail | skip | delete
     key: tuple[str, ...] = ()
-    database_include: str | None = None  # Canal/Maxwell/OGG: Flink's database.include
-    table_include: str | None = None  # ... and table.include
+    database_include: str | None = None  # Flink's database.include (Debezium: source.db/.schema)
+    table_include: str | None = None  # ... and table.include (Debezium: source.table, db.schema.table)
     bootstrap: str = "insert"  # Maxwell's bootstrap-insert rows: insert | skip
+    one_table: bool = False  # decoded for a command that keeps state: a second table is refused
 
     @property
     def stateless(self) -> bool:
         """Without a key or truncate-deletes every event decodes on its own (parallel-safe)."""
-        return not self.key and self.on_truncate != "delete"
+        return not self.key and self.on_truncate != "delete" and not self.one_table
+
 
 
 @dataclass(frozen=True)
@@ -122,6 +137,7 @@ class MaterializeSpec:
     # A change feed's commit columns: metadata, left out of row identity and of the table.
     # None: the known ones (core.presets.COMMIT_COLUMNS) found in the input's columns.
     commit_columns: tuple[str, ...] | None = None
+    tables: Tables = Tables()  # -i debezium|canal|maxwell|ogg: the table read
 
     def __post_init__(self) -> None:
         if self.dedup and self.as_of is not None:
@@ -142,6 +158,7 @@ class InspectSpec:
     key: tuple[str, ...] = ()
     time_column: str | None = None
     commit_columns: tuple[str, ...] | None = None  # as MaterializeSpec's
+    tables: Tables = Tables()  # -i debezium|canal|maxwell|ogg: the table read
 
 
 @dataclass(frozen=True)
@@ -160,6 +177,7 @@ class ReplaySpec:
     input_mode: str = "changelog"  # changelog | upsert | append
     delete_when: tuple[str, str] | None = None  # upsert mode: (column, value) marks a delete
     kind_column: str = "op"
+    tables: Tables = Tables()  # -i debezium|canal|maxwell|ogg: the table read
 
     def __post_init__(self) -> None:
         if not self.key:
@@ -189,6 +207,7 @@ class AggregateSpec:
     delete_when: tuple[str, str] | None = None
     kind_column: str = "op"
     policy: Policy = Policy.warn
+    tables: Tables = Tables()  # -i debezium|canal|maxwell|ogg: the table read
 
     def __post_init__(self) -> None:
         if self.input_mode == "upsert" and not self.key:

@@ -21,6 +21,7 @@ and sets the record aside (``result.skipped``).
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from collections.abc import Iterable, Sequence
 from typing import Any, TypedDict, Unpack
 
@@ -35,6 +36,7 @@ from cdc.core.specs import (
     InspectSpec,
     MaterializeSpec,
     ReplaySpec,
+    Tables,
 )
 from cdc.core.state import Policy
 from cdc.engine.job import Job, Result
@@ -54,6 +56,10 @@ class IO(TypedDict, total=False):
     columns: Columns | None
     on_error: str  # fail | skip
     rejects: str | os.PathLike[str] | None
+    # Change events read on the way in (input_format debezium|canal|maxwell|ogg), or decode's:
+    # the tables read (regular expressions matched against the whole name).
+    table_include: str | None
+    database_include: str | None
 
 
 def _names(value: Columns | None) -> tuple[str, ...]:
@@ -64,6 +70,14 @@ def _names(value: Columns | None) -> tuple[str, ...]:
 
 
 def _run(spec: Any, source: Source, io: IO) -> Result:
+    tables = Tables(io.get("database_include"), io.get("table_include"))
+    if tables:
+        if isinstance(spec, DecodeSpec):
+            spec = replace(spec, database_include=tables.database_include, table_include=tables.table_include)
+        elif hasattr(spec, "tables"):
+            spec = replace(spec, tables=tables)
+        else:
+            raise TypeError("table_include/database_include: this function reads no change events")
     output = io.get("output")
     rejects = io.get("rejects")
     sink = ListSink() if output is None else None
@@ -237,6 +251,8 @@ def inspect(
     result = _run(InspectSpec(kind_column, _names(key), time_column), source, io)
     sources = [os.fspath(source)] if isinstance(source, str | os.PathLike) else ["<rows>"]
     report: dict[str, Any] = result.detail.as_dict(sources)
+    if result.counts.tables:
+        report["tables"] = [{"name": n, "events": t.events, "first": t.first} for n, t in result.counts.tables.items()]
     return report
 
 

@@ -14,12 +14,12 @@ from cdc.core.envelopes.detect import choose_envelope, envelope_message, looks_l
 from cdc.core.errors import InputError, Location, UsageError
 from cdc.core.model import Reject, Row
 from cdc.core.presets import COMMIT_COLUMNS
-from cdc.core.specs import CHANGELOG, EVENTS, DecodeSpec, FromChangelogSpec, InspectSpec, MaterializeSpec
+from cdc.core.specs import CHANGELOG, EVENTS, DecodeSpec, FromChangelogSpec, InspectSpec, MaterializeSpec, Tables
 from cdc.core.stats import Counts
 from cdc.engine.job import Job
 from cdc.engine.paths.native.kernel import count_lines
 from cdc.formats.base import RowReader
-from cdc.formats.envelopes import ENVELOPES, decoder_for
+from cdc.formats.envelopes import ENVELOPES, Gated, decoder_for
 from cdc.formats.registry import INPUT_FORMATS, format_of, input_format, open_inputs, output_format, sniff_stdin
 from cdc.formats.streams import STDIO, display_name
 
@@ -52,6 +52,12 @@ def resolve(job: Job) -> Job:
         if spec.reads == EVENTS and fmt not in ("jsonl", *ENVELOPES):
             raise UsageError(f"change events are JSON lines; {fmt} input cannot hold them")
         formats.append(fmt)
+    if getattr(spec, "tables", None) and not any(f in ENVELOPES for f in formats):
+        raise UsageError(
+            "--table-include/--database-include pick tables of change events: the input is "
+            + ", ".join(dict.fromkeys(formats)),
+            hint="read the events with -i debezium|canal|maxwell|ogg",
+        )
     if isinstance(spec, DecodeSpec):
         spec = _decided(spec, job.inputs[0])
         formats = [spec.envelope] * len(formats)
@@ -170,11 +176,27 @@ def open_rows(job: Job, reject: Reject, on_bytes: Any, counts: Counts) -> RowRea
     else:
         envelope = next((f for f in job.formats if f in ENVELOPES), None)
         if envelope is not None:  # changelog rows decoded on the way in (-i debezium)
-            # The command's key rebuilds partial before images too (REPLICA IDENTITY DEFAULT).
-            key = getattr(job.spec, "key", ())
-            decoder = decoder_for(DecodeSpec(envelope, job.spec.kind_column, key=key), counts)
+            decode = envelope_spec(job.spec, envelope)
+            decoder = decoder_for(decode, counts)
+            if not isinstance(decoder, Gated):  # the tables read are listed all the same (inspect)
+                decoder = Gated(decoder, decode, counts)
             readers[envelope] = decoder.reader
     return open_inputs(job.inputs, job.formats, reject, on_bytes, readers)
+
+
+def envelope_spec(spec: Any, envelope: str) -> DecodeSpec:
+    """How a command that reads changelog rows decodes envelope inputs: with its key (it rebuilds
+    partial before images: REPLICA IDENTITY DEFAULT), its table patterns, and, when it keeps
+    state, one table only (a stream of several is refused, never merged)."""
+    tables = getattr(spec, "tables", None) or Tables()
+    return DecodeSpec(
+        envelope,
+        spec.kind_column,
+        key=getattr(spec, "key", ()),
+        database_include=tables.database_include,
+        table_include=tables.table_include,
+        one_table=not spec.stateless and not isinstance(spec, InspectSpec),
+    )
 
 
 class IterableReader(RowReader):

@@ -105,7 +105,16 @@ def converter_for(job: Job, counts: Counts, with_kernel: bool) -> Converter:
     assert isinstance(spec, ToChangelogSpec)
     convert = ToChangelogRow(spec, counts)
     if job.formats[0] in ENVELOPES:  # e.g. -i debezium: decoded, then converted
-        decode = decoder_for(DecodeSpec(envelope=job.formats[0], kind_column=spec.kind_column), Counts()).decode
+        tables = spec.tables
+        decode = decoder_for(
+            DecodeSpec(
+                envelope=job.formats[0],
+                kind_column=spec.kind_column,
+                database_include=tables.database_include,
+                table_include=tables.table_include,
+            ),
+            Counts(notes=counts.notes),  # its rows are counted as converted; what it skips, here
+        ).decode
 
         def decoded(event: Any, raw: bytes) -> list[Row]:
             return [out for row in decode(event, raw) for out in convert(row)]

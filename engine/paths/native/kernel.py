@@ -48,7 +48,7 @@ def accepts(spec: Any) -> bool:
         if not spec.stateless or spec.metadata:
             return False
         if spec.envelope == "debezium":
-            return spec.schema_include != "true"
+            return spec.schema_include != "true" and spec.database_include is None and spec.table_include is None
         return spec.envelope in ENVELOPE_KERNELS and spec.database_include is None and spec.table_include is None
     return False
 
