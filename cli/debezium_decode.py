@@ -6,7 +6,6 @@ from cdc.cli import options as o
 from cdc.cli.decode import (
     Bootstrap,
     DatabaseInclude,
-    TableInclude,
     Key,
     Metadata,
     OnTruncate,
@@ -14,6 +13,7 @@ from cdc.cli.decode import (
     RawValues,
     SchemaInclude,
     SchemaIncludeOpt,
+    TableInclude,
     decode,
 )
 

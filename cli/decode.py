@@ -89,8 +89,7 @@ DatabaseInclude = Annotated[
         "--database-include",
         rich_help_panel=PANEL,
         show_default=False,
-        help="Only databases (schemas) matching this regular expression, whole (Debezium: source.db "
-        "or source.schema).",
+        help="Only databases (schemas) matching this regular expression, whole (Debezium: source.db or source.schema).",
     ),
 ]
 TableInclude = Annotated[

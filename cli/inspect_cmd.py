@@ -80,7 +80,8 @@ def plain(report: dict[str, Any]) -> str:
     lines = []
     tables = report.get("tables", [])
     for i, t in enumerate(tables):
-        lines.append(("tables:    " if i == 0 else "           ") + f"{t['name']}  ({t['events']} events, first {t['first']})")
+        head = "tables:    " if i == 0 else "           "
+        lines.append(f"{head}{t['name']}  ({t['events']} events, first {t['first']})")
     if len(tables) > 1:
         lines.append("           several tables: the rest mixes them; pick one with --table-include")
     lines += [

@@ -107,7 +107,6 @@ class DecodeSpec:
         return not self.key and self.on_truncate != "delete" and not self.one_table
 
 
-
 @dataclass(frozen=True)
 class EncodeSpec:
     """Changelog rows → Debezium events; an adjacent -U/+U pair becomes one u event."""

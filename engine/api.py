@@ -21,8 +21,8 @@ and sets the record aside (``result.skipped``).
 from __future__ import annotations
 
 import os
-from dataclasses import replace
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from typing import Any, TypedDict, Unpack
 
 from cdc.core.convert import from_changelog_spec, to_changelog_spec

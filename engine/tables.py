@@ -37,7 +37,7 @@ def new_table_state(spec: MaterializeSpec) -> TableState:
 def table_rows(state: TableState, spec: MaterializeSpec) -> Iterable[Row]:
     """The live rows in first-insertion order of their key, or sorted by key (``--sort``), without
     a change feed's commit columns (the table the source system shows has none)."""
-    rows = state.rows()
+    rows: Iterable[Row] = state.rows()
     if state.metadata:
         rows = (strip(row, state.metadata) for row in rows)
     rows = all_columns(rows, lambda: state.rows(), state.metadata)

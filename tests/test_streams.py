@@ -87,8 +87,8 @@ def test_table_output_has_the_union_of_columns_earlier_rows_null(tmp_path: Path)
 def two_tables(tmp_path: Path) -> Path:
     """Two real Debezium streams of one PostgreSQL capture, interleaved event by event, as a
     single-topic router (or an S3 sink of several topics) writes them into one file."""
-    full = gzip.open(REAL / "postgres-full-identity" / "events.jsonl.gz").read().splitlines()
-    default = gzip.open(REAL / "postgres-default-identity" / "events.jsonl.gz").read().splitlines()
+    full = gzip.decompress((REAL / "postgres-full-identity" / "events.jsonl.gz").read_bytes()).splitlines()
+    default = gzip.decompress((REAL / "postgres-default-identity" / "events.jsonl.gz").read_bytes()).splitlines()
     mixed = [line for pair in itertools.zip_longest(full, default) for line in pair if line is not None]
     path = tmp_path / "two.jsonl"
     path.write_bytes(b"\n".join(mixed) + b"\n")
@@ -111,9 +111,11 @@ def decoded_table(src: Path, *args: Any) -> list[dict[str, Any]]:
         ("postgres-default-identity", "public.items_default", ["--key", "id"]),
     ],
 )
-def test_table_include_picks_one_table_of_a_mixed_file(tmp_path: Path, case: str, pattern: str, extra: list[str]) -> None:
+def test_table_include_picks_one_table_of_a_mixed_file(
+    tmp_path: Path, case: str, pattern: str, extra: list[str]
+) -> None:
     own = tmp_path / "own.jsonl"
-    own.write_bytes(gzip.open(REAL / case / "events.jsonl.gz").read())
+    own.write_bytes(gzip.decompress((REAL / case / "events.jsonl.gz").read_bytes()))
     assert decoded_table(two_tables(tmp_path), "--table-include", pattern, *extra) == decoded_table(own, *extra)
 
 

@@ -115,9 +115,7 @@ class TableGate:
             if table is None:
                 if quiet:
                     return False
-                raise InputError(
-                    "the event names no table (Debezium's source.table): --table-include cannot place it"
-                )
+                raise InputError("the event names no table (Debezium's source.table): --table-include cannot place it")
             names = [table]
             if schema:
                 names.append(f"{schema}.{table}")
