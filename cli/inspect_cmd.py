@@ -24,6 +24,7 @@ def command(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object on stdout, for CI.")] = False,
     commit_columns: o.CommitColumnsOpt = None,
+    ignore_columns: o.IgnoreColumnsOpt = None,
     kind_column: o.KindColumn = "op",
 ) -> None:
     """Tell what kind of changelog a file is: kinds present as Flink prints them ([I,UB,UA,D]),
@@ -45,6 +46,7 @@ def command(
         key=o.split_list(key),
         time_column=time_column,
         commit_columns=o.commit_columns(commit_columns),
+        ignore_columns=o.split_list(ignore_columns),
     )
     if common.print_sql:
         from cdc.cli.print_sql import print_inspect_sql

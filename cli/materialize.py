@@ -81,6 +81,7 @@ def command(
     sort: Sort = False,
     expect: Expect = None,
     commit_columns: o.CommitColumnsOpt = None,
+    ignore_columns: o.IgnoreColumnsOpt = None,
     kind_column: o.KindColumn = "op",
 ) -> None:
     """Apply a changelog to in-memory state and write the table it describes (no kind column).
@@ -107,6 +108,7 @@ def command(
         time_column=time_column,
         sort=sort,
         commit_columns=o.commit_columns(commit_columns),
+        ignore_columns=o.split_list(ignore_columns),
     )
     if common.print_sql:
         from cdc.cli.print_sql import print_materialize_sql

@@ -412,3 +412,15 @@ CommitColumnsOpt = Annotated[
 
 def commit_columns(value: str | None) -> tuple[str, ...] | None:
     return None if value is None else split_list(value)
+
+
+IgnoreColumnsOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--ignore-columns",
+        show_default=False,
+        help="Columns that are not part of a row's identity (comma list): metadata such as a "
+        "--metadata column, left out when a -U/-D is matched to the row it retracts (kept in the output). "
+        "A stream with a schema line names its own.",
+    ),
+]

@@ -102,6 +102,7 @@ def command(
     delay: Annotated[
         float, typer.Option("--delay", rich_help_panel=REPLAY_PANEL, help="With --live: seconds per change.")
     ] = 0.1,
+    ignore_columns: o.IgnoreColumnsOpt = None,
     kind_column: o.KindColumn = "op",
 ) -> None:
     """Run a changelog through keyed state and re-emit it as retract or upsert (Flink ChangelogNormalize).
@@ -132,6 +133,7 @@ def command(
         input_mode=input_mode.value,
         delete_when=parse_delete_when(delete_when),
         kind_column=kind_column,
+        ignore_columns=o.split_list(ignore_columns),
     )
     if common.print_sql:
         from cdc.cli.print_sql import print_replay_sql

@@ -137,6 +137,9 @@ class MaterializeSpec:
     # None: the known ones (core.presets.COMMIT_COLUMNS) found in the input's columns.
     commit_columns: tuple[str, ...] | None = None
     tables: Tables = Tables()  # -i debezium|canal|maxwell|ogg: the table read
+    # Columns that are not row identity (metadata: --metadata columns, a schema line's), kept in
+    # the table: left out when a -U/-D is matched, a duplicate found.
+    ignore_columns: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.dedup and self.as_of is not None:
@@ -158,6 +161,7 @@ class InspectSpec:
     time_column: str | None = None
     commit_columns: tuple[str, ...] | None = None  # as MaterializeSpec's
     tables: Tables = Tables()  # -i debezium|canal|maxwell|ogg: the table read
+    ignore_columns: tuple[str, ...] = ()  # as MaterializeSpec's
 
 
 @dataclass(frozen=True)
@@ -177,6 +181,7 @@ class ReplaySpec:
     delete_when: tuple[str, str] | None = None  # upsert mode: (column, value) marks a delete
     kind_column: str = "op"
     tables: Tables = Tables()  # -i debezium|canal|maxwell|ogg: the table read
+    ignore_columns: tuple[str, ...] = ()  # not compared: an update changing only these is a no-op
 
     def __post_init__(self) -> None:
         if not self.key:

@@ -21,8 +21,9 @@ class VersionedState(TableState):
         as_of: Any,
         findings: Findings | None = None,
         metadata: frozenset[str] = frozenset(),
+        ignored: frozenset[str] = frozenset(),
     ):
-        super().__init__(findings, metadata)
+        super().__init__(findings, metadata, ignored)
         self.key = tuple(key)
         self.key_of = key_getter(key) if key else None
         self.time_column = time_column
@@ -40,7 +41,7 @@ class VersionedState(TableState):
             self.after += 1
             return
         if self.key_of is None:  # keyless: the changes up to T, in arrival order
-            ident = row_identity(image, self.metadata)
+            ident = row_identity(image, self.unmatched)
             if kind in ("+I", "+U"):
                 self._multiset.add(image, ident)
             elif not self._multiset.remove(image, ident):

@@ -183,12 +183,17 @@ def materialize(
     as_of: Any = None,
     time_column: str | None = None,
     sort: bool = False,
+    ignore_columns: Columns | None = None,
     kind_column: str = "op",
     **io: Unpack[IO],
 ) -> Result:
     """Changelog rows → the table they describe; ``result.findings`` counts the changes that
-    contradicted it (under ``on_inconsistency="fail"`` the first one raises)."""
-    spec = MaterializeSpec(kind_column, _names(key), Policy(on_inconsistency), dedup, as_of, time_column, sort)
+    contradicted it (under ``on_inconsistency="fail"`` the first one raises). ``ignore_columns``:
+    columns that are not row identity (metadata), left out when a retraction is matched."""
+    spec = MaterializeSpec(
+        kind_column, _names(key), Policy(on_inconsistency), dedup, as_of, time_column, sort,
+        ignore_columns=_names(ignore_columns),
+    )  # fmt: skip
     return _run(spec, source, io)
 
 
@@ -205,13 +210,15 @@ def replay(
     since: Any = None,
     until: Any = None,
     net: bool = False,
+    ignore_columns: Columns | None = None,
     kind_column: str = "op",
     **io: Unpack[IO],
 ) -> Result:
     """A changelog (or upsert/append rows) re-emitted through keyed state, as retract or upsert."""
     spec = ReplaySpec(
-        _names(key), emit, keep_noop, order_by, time_column, since, until, net, input_mode, delete_when, kind_column
-    )
+        _names(key), emit, keep_noop, order_by, time_column, since, until, net, input_mode, delete_when, kind_column,
+        ignore_columns=_names(ignore_columns),
+    )  # fmt: skip
     return _run(spec, source, io)
 
 
@@ -244,11 +251,13 @@ def inspect(
     *,
     key: Columns | None = None,
     time_column: str | None = None,
+    ignore_columns: Columns | None = None,
     kind_column: str = "op",
     **io: Unpack[IO],
 ) -> dict[str, Any]:
     """What kind of changelog this is: kinds, mode, counts, keys, findings (``cdc inspect --json``)."""
-    result = _run(InspectSpec(kind_column, _names(key), time_column), source, io)
+    spec = InspectSpec(kind_column, _names(key), time_column, ignore_columns=_names(ignore_columns))
+    result = _run(spec, source, io)
     sources = [os.fspath(source)] if isinstance(source, str | os.PathLike) else ["<rows>"]
     report: dict[str, Any] = result.detail.as_dict(sources)
     if result.counts.tables:

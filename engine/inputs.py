@@ -21,6 +21,7 @@ from cdc.engine.paths.native.kernel import count_lines
 from cdc.formats.base import RowReader
 from cdc.formats.envelopes import ENVELOPES, Gated, decoder_for
 from cdc.formats.registry import INPUT_FORMATS, format_of, input_format, open_inputs, output_format, sniff_stdin
+from cdc.formats.stream_schema import StreamSchema, is_schema_line, wanted
 from cdc.formats.streams import STDIO, display_name
 
 SINK = "rows"  # the output format of a job whose rows go to a caller's sink
@@ -58,6 +59,17 @@ def resolve(job: Job) -> Job:
             + ", ".join(dict.fromkeys(formats)),
             hint="read the events with -i debezium|canal|maxwell|ogg",
         )
+    stream_schema = None
+    if spec.reads != EVENTS and formats and formats[0] == "jsonl":
+        first = first_record(job.inputs[0])
+        if first is not None and is_schema_line(first[0]):
+            try:
+                stream_schema = StreamSchema.of(first[0])
+            except InputError as err:
+                raise err.located(Location(display_name(job.inputs[0]), first[1])) from None
+            ignored = getattr(spec, "ignore_columns", None)
+            if ignored is not None:  # the stream's metadata columns are not row identity
+                spec = replace(spec, ignore_columns=tuple(dict.fromkeys([*ignored, *stream_schema.metadata])))
     if isinstance(spec, DecodeSpec):
         spec = _decided(spec, job.inputs[0])
         formats = [spec.envelope] * len(formats)
@@ -67,7 +79,20 @@ def resolve(job: Job) -> Job:
         columns = first_columns(job.inputs[0], formats[0])
         if columns is not None:  # else every known commit column is taken for one
             spec = replace(spec, commit_columns=tuple(c for c in COMMIT_COLUMNS if c in columns))
-    return job.with_(spec=spec, formats=tuple(formats), out_format=out_format)
+    schema_line = out_format == "jsonl" and _typed(spec, stream_schema) and wanted(job.output == STDIO)
+    return job.with_(
+        spec=spec, formats=tuple(formats), out_format=out_format, stream_schema=stream_schema, schema_line=schema_line
+    )
+
+
+def _typed(spec: Any, stream_schema: Any) -> bool:
+    """Rows whose values JSON cannot type (decimals, times) or that carry metadata columns: the
+    decoded envelopes (Canal by sqlType, Debezium by its schema block), or a schema line read."""
+    if stream_schema is not None:
+        return True
+    if isinstance(spec, DecodeSpec):
+        return not spec.raw_values or bool(spec.metadata)
+    return False
 
 
 def first_columns(path: str, fmt: str) -> list[str] | None:

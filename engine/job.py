@@ -46,6 +46,10 @@ class Job:
     # Filled in by ``resolve``: each input's format (stdin sniffed) and the output's.
     formats: tuple[str, ...] = ()
     out_format: str = ""
+    # The input's schema line (``formats.stream_schema``), and whether the output gets one: the
+    # row path reads and writes them (``plan.choose``).
+    stream_schema: Any = None
+    schema_line: bool = False
 
     def with_(self, **changes: Any) -> Job:
         return replace(self, **changes)

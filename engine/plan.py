@@ -98,6 +98,8 @@ def choose(job: Job, forced: str | None = None) -> Path:
         if not path.accepts(job):
             raise UsageError(f"the {forced} path does not take this job")
         return path
+    if job.stream_schema is not None or job.schema_line:  # a schema line in or out: the row path's readers
+        return PATHS["rows"]()
     for make in PATHS.values():
         path = make()
         if path.accepts(job):

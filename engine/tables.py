@@ -28,10 +28,11 @@ def metadata_of(spec: MaterializeSpec | InspectSpec) -> frozenset[str]:
 def new_table_state(spec: MaterializeSpec) -> TableState:
     findings = Findings(spec.policy)
     metadata = metadata_of(spec)
+    ignored = frozenset(spec.ignore_columns)
     if spec.as_of is not None:
         assert spec.time_column is not None
-        return VersionedState(spec.key, spec.time_column, spec.as_of, findings, metadata)
-    return new_state(spec.key, findings, spec.dedup, metadata)
+        return VersionedState(spec.key, spec.time_column, spec.as_of, findings, metadata, ignored)
+    return new_state(spec.key, findings, spec.dedup, metadata, ignored)
 
 
 def table_rows(state: TableState, spec: MaterializeSpec) -> Iterable[Row]:
@@ -84,7 +85,27 @@ def make_writer(job: Job, current: Session, reader: RowReader | None) -> RowWrit
     if job.out_format == "parquet" and reader is not None and reader.arrow_schema is not None:
         hints = {f.name: f.type for f in reader.arrow_schema}  # a schema, or a list of fields
     out = current.open_output()
-    return open_writer(out.stream, job.out_format, job.columns or None, output_kind_column(job.spec), hints)
+    writer = open_writer(out.stream, job.out_format, job.columns or None, output_kind_column(job.spec), hints)
+    if job.schema_line and job.out_format == "jsonl":
+        from cdc.formats.stream_schema import SchemaJsonlWriter
+
+        schema = reader.arrow_schema if reader is not None else None
+        return SchemaJsonlWriter(out.stream, writer, metadata_columns(job), schema)
+    return writer
+
+
+def metadata_columns(job: Job) -> list[str]:
+    """The output's columns that are metadata, not row identity: decode's --metadata columns, and
+    those a schema line read said were; kept where the output has them."""
+    spec = job.spec
+    names: list[str] = []
+    if isinstance(spec, DecodeSpec):
+        from cdc.core.envelopes.base import metadata_column
+
+        names += [m.partition("=")[2].strip() or metadata_column(m.strip()) for m in spec.metadata]
+    if job.stream_schema is not None:
+        names += [n for n in job.stream_schema.metadata if not isinstance(spec, MaterializeSpec | InspectSpec)]
+    return list(dict.fromkeys(names))
 
 
 def selected(rows: Iterable[Row], columns: Sequence[str]) -> Iterator[Row]:

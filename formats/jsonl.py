@@ -210,6 +210,9 @@ def dumps(row: Any) -> bytes:
         raise InputError(f"cannot write this row as JSON: {exc}") from exc
 
 
+SCHEMA_KEY = "__cdc_schema"  # formats.stream_schema.KEY, without importing it for every reader
+
+
 class JsonlReader(RowReader):
     """JSON objects, one per line.
 
@@ -225,6 +228,16 @@ class JsonlReader(RowReader):
         self._lines: list[bytes] = []
         self._first = 1  # line number of self._lines[0]
         self._blank = 0  # blank lines skipped (not records)
+        self.stream_schema: Any = None  # the schema line's (formats.stream_schema), when it has one
+
+    @property  # type: ignore[override]
+    def arrow_schema(self) -> Any:
+        """The types a schema line gave the columns (decimal, timestamp…), for Parquet output."""
+        return self.stream_schema.arrow_schema() if self.stream_schema is not None else None
+
+    @arrow_schema.setter
+    def arrow_schema(self, value: Any) -> None:
+        pass
 
     @property  # type: ignore[override]
     def records(self) -> int:
@@ -252,6 +265,8 @@ class JsonlReader(RowReader):
         """JSON objects, one per line. With ``tombstones``, blank lines and ``null`` yield None
         (Kafka tombstones in a topic dump) instead of being skipped or rejected."""
         line_no = 0
+        convert = None
+        looking = True  # for a schema line (formats.stream_schema): the first record may be one
         for chunk, first in read_chunks(self._stream):
             loads = loads_for(chunk)
             lines = chunk.split(b"\n")
@@ -278,7 +293,30 @@ class JsonlReader(RowReader):
                         continue
                     self.bad_record(InputError(not_an_object_message(row, line)))
                     continue
+                if looking:
+                    looking = False
+                    if len(row) == 1 and SCHEMA_KEY in row:
+                        convert = self._schema_line(row)
+                        continue
+                if convert is not None:
+                    try:
+                        row = convert(row)
+                    except InputError as err:
+                        self.bad_record(err)
+                        continue
                 yield row
+
+    def _schema_line(self, row: Row) -> Any:
+        """The stream's schema line: not a record; its types convert the rows' values."""
+        from cdc.formats.stream_schema import StreamSchema
+
+        self._blank += 1
+        try:
+            self.stream_schema = StreamSchema.of(row)
+        except InputError as err:
+            self.bad_record(err)
+            return None
+        return self.stream_schema.converter()
 
 
 def bad_line_error(line: bytes, line_no: int) -> InputError:

@@ -182,3 +182,89 @@ def test_canal_tables_in_one_stream(tmp_path: Path) -> None:
     assert done.returncode == 2 and "shop.orders" in done.stderr.decode() and "shop.users" in done.stderr.decode()
     done = run_cdc(["materialize", "-i", "canal", src, "--key", "id", "--table-include", "users"])
     assert done.returncode == 0 and parse_jsonl(done.stdout) == [{"id": "1", "n": "x"}]
+
+
+# -- types and metadata through the documented pipe (a schema line) -----------------------------------
+
+
+def shell(command: str, tmp_path: Path) -> Any:
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"]}
+    env.pop("CDC_SCHEMA_LINE", None)
+    return subprocess.run(["sh", "-c", command], capture_output=True, cwd=tmp_path, env=env, timeout=120)
+
+
+def test_decimal_timestamp_date_survive_the_pipe_into_parquet(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+    from helpers import SAMPLES
+
+    src = SAMPLES / "mysql-inventory.jsonl"
+    done = shell(f"cdc debezium-decode {src} | cdc materialize --key id -o piped.parquet", tmp_path)
+    assert done.returncode == 0, done.stderr.decode()
+    one = run_cdc(["debezium-decode", src, "-o", tmp_path / "changes.parquet"])
+    assert one.returncode == 0
+    direct = run_cdc(["materialize", tmp_path / "changes.parquet", "--key", "id", "-o", tmp_path / "direct.parquet"])
+    assert direct.returncode == 0, direct.stderr.decode()
+    piped = pq.read_schema(tmp_path / "piped.parquet")
+    assert str(piped.field("price").type) == "decimal128(10, 2)"
+    assert str(piped.field("updated_at").type).startswith("timestamp")
+    assert str(piped.field("launched").type) == "date32[day]"
+    assert pq.read_table(tmp_path / "piped.parquet").equals(pq.read_table(tmp_path / "direct.parquet"))
+
+
+def test_readme_recipe_metadata_column_is_not_row_identity(tmp_path: Path) -> None:
+    from helpers import SAMPLES
+
+    src = SAMPLES / "mysql-inventory.jsonl"
+    recipe = f"cdc debezium-decode {src} --metadata source.timestamp=ts | cdc materialize --key id --strict"
+    done = shell(recipe, tmp_path)
+    assert done.returncode == 0, done.stderr.decode()
+    rows = parse_jsonl(done.stdout)
+    assert [r["id"] for r in rows] == [101, 103, 104] and all("ts" in r for r in rows)  # kept, not compared
+
+
+def test_head_and_files_see_no_schema_line(tmp_path: Path) -> None:
+    from helpers import SAMPLES
+
+    src = SAMPLES / "mysql-inventory.jsonl"
+    done = shell(f"cdc debezium-decode {src} | head -1", tmp_path)
+    assert json.loads(done.stdout)["op"] == "+I"
+    run_cdc(["debezium-decode", src, "-o", tmp_path / "x.jsonl"])
+    assert "__cdc_schema" not in (tmp_path / "x.jsonl").read_text()
+
+
+def test_a_schema_line_is_read_by_every_changelog_reader(tmp_path: Path) -> None:
+    from helpers import SAMPLES
+
+    src = SAMPLES / "mysql-inventory.jsonl"
+    done = run_cdc(["debezium-decode", src, "--metadata", "source.timestamp=ts"], env={"CDC_SCHEMA_LINE": "always"})
+    first = json.loads(done.stdout.split(b"\n")[0])
+    assert first["__cdc_schema"]["metadata"] == ["ts"]
+    assert first["__cdc_schema"]["columns"]["price"] == "decimal(10,2)"
+    piped = tmp_path / "piped.jsonl"
+    piped.write_bytes(done.stdout)
+    for args in (["inspect", "--key", "id", "--json"], ["replay", "--key", "id"], ["to-changelog"]):
+        out = run_cdc([*args, piped], env={"CDC_SCHEMA_LINE": "never"})
+        assert out.returncode == 0, (args, out.stderr.decode())
+        assert b"__cdc_schema" not in out.stdout
+    report = json.loads(run_cdc(["inspect", piped, "--key", "id", "--json"]).stdout)
+    assert report["changes"] == 9 and report["consistency"]["inconsistent_changes"] == 0
+
+
+def test_ignore_columns_for_streams_without_the_schema_line(tmp_path: Path) -> None:
+    rows = [
+        {"op": "+I", "id": 1, "v": "a", "ts": 1},
+        {"op": "-U", "id": 1, "v": "a", "ts": 2},  # the -U carries the time of the change that removed it
+        {"op": "+U", "id": 1, "v": "b", "ts": 2},
+        {"op": "-D", "id": 1, "v": "b", "ts": 3},
+    ]
+    src = write(tmp_path / "m.jsonl", rows)
+    for key in ([], ["--key", "id"]):
+        assert run_cdc(["materialize", src, *key, "--strict"]).returncode == 3
+        done = run_cdc(["materialize", src, *key, "--strict", "--ignore-columns", "ts"])
+        assert done.returncode == 0, done.stderr.decode()
+    report = json.loads(run_cdc(["inspect", src, "--ignore-columns", "ts", "--json"]).stdout)
+    assert report["consistency"]["inconsistent_changes"] == 0 and report["live_rows"] == 0

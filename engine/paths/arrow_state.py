@@ -43,6 +43,8 @@ def accepts(job: Job) -> bool:
     schema, whose columns it can compare (no nested values in keys or compared rows)."""
     if job.rows is not None or job.columns or not job.formats or STDIO in job.inputs:
         return False
+    if getattr(job.spec, "ignore_columns", ()):  # its comparisons take every column but commit columns
+        return False
     if not all(f in TABULAR for f in job.formats):
         return False
     from cdc.engine.paths import arrow_rules

@@ -135,7 +135,7 @@ def _materialize(spec: MaterializeSpec, result: Result, where: Where) -> Steps:
 
 
 def _inspect(spec: InspectSpec, result: Result, where: Where) -> Steps:
-    profile = result.detail = Profile(spec.key, spec.time_column, metadata_of(spec))
+    profile = result.detail = Profile(spec.key, spec.time_column, metadata_of(spec), frozenset(spec.ignore_columns))
     add, kind_column = profile.add, spec.kind_column
 
     def step(row: Row) -> tuple[()]:

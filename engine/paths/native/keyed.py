@@ -47,6 +47,7 @@ def accepts(job: Job) -> bool:
         and not spec.dedup
         and spec.as_of is None
         and spec.commit_columns == ()  # none in the rows: the kernel compares rows whole
+        and not spec.ignore_columns
         and job.rows is None
         and all(f == "jsonl" for f in job.formats)
     )

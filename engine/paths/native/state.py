@@ -79,6 +79,8 @@ def accepts(job: Job) -> bool:
     spec = job.spec
     if not (available() and job.rows is None and job.formats and all(f == "jsonl" for f in job.formats)):
         return False
+    if getattr(spec, "ignore_columns", ()):  # the kernel compares rows whole
+        return False
     writes_lines = job.writes_bytes and job.out_format == "jsonl" and not job.columns
     if isinstance(spec, MaterializeSpec):
         return (
@@ -436,11 +438,11 @@ class TableEngine(Engine):
         table = self.table
         copy: TableState
         if isinstance(table, KeyedState):
-            copy = KeyedState(table.key, table.findings, table.dedup, table.metadata)
+            copy = KeyedState(table.key, table.findings, table.dedup, table.metadata, table.ignored)
             if stored is not None:
                 copy.load(_row(stored))
         else:
-            copy = MultisetState(table.findings, metadata=table.metadata)
+            copy = MultisetState(table.findings, metadata=table.metadata, ignored=table.ignored)
         where = at.where(line)
         try:
             copy.apply(kind, image, lambda: where)
@@ -471,10 +473,10 @@ class TableEngine(Engine):
             rows = table.table.rows
             for _, row, _, count in self.kernel.items():
                 parsed = _row(row)
-                rows[row_identity(parsed, table.metadata)] = [parsed, count]
+                rows[row_identity(parsed, table.unmatched)] = [parsed, count]
             previous = self.kernel.previous()
             if previous is not None:
-                table._previous = (KINDS[previous[0]], row_identity(_row(previous[1]), table.metadata))
+                table._previous = (KINDS[previous[0]], row_identity(_row(previous[1]), table.unmatched))
 
     def hand_over(self) -> None:
         self._load_counters()
@@ -564,7 +566,7 @@ class _CountedTable(TableState):
 class InspectEngine(TableEngine):
     def __init__(self, spec: InspectSpec):
         self.spec = spec
-        self.profile = Profile(spec.key, spec.time_column, metadata_of(spec))
+        self.profile = Profile(spec.key, spec.time_column, metadata_of(spec), frozenset(spec.ignore_columns))
         flags = (F_KEEP if spec.key else 0) | (F_TIME if spec.time_column is not None else 0)
         extras = (spec.time_column,) if spec.time_column is not None else ()
         super().__init__(spec.kind_column, spec.key, self.profile.state, flags, extras)
