@@ -100,6 +100,9 @@ class DecodeSpec:
     table_include: str | None = None  # ... and table.include (Debezium: source.table, db.schema.table)
     bootstrap: str = "insert"  # Maxwell's bootstrap-insert rows: insert | skip
     one_table: bool = False  # decoded for a command that keeps state: a second table is refused
+    # Kafka dumps: kcat -J records are told by their fields (auto); console-consumer lines
+    # (KEY<TAB>VALUE) by the first line, or named: auto | kcat | kafka-console
+    container: str = "auto"
 
     @property
     def stateless(self) -> bool:

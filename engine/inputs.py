@@ -20,17 +20,19 @@ from cdc.engine.job import Job
 from cdc.engine.paths.native.kernel import count_lines
 from cdc.formats.base import RowReader
 from cdc.formats.envelopes import ENVELOPES, Gated, decoder_for
+from cdc.formats.kafka import KafkaDecoder
 from cdc.formats.registry import INPUT_FORMATS, format_of, input_format, open_inputs, output_format, sniff_stdin
 from cdc.formats.stream_schema import StreamSchema, is_schema_line, wanted
 from cdc.formats.streams import STDIO, display_name
 
 SINK = "rows"  # the output format of a job whose rows go to a caller's sink
+KAFKA_DUMPS = ("kcat", "kafka-console")  # -i of decode: events in a Kafka dump
 
 
 def input_choices(spec: Any) -> tuple[str, ...]:
     """The formats a spec's input may be in."""
     if spec.reads == EVENTS:
-        return ("jsonl", *ENVELOPES)
+        return ("jsonl", *ENVELOPES, *KAFKA_DUMPS)
     if spec.reads == CHANGELOG:
         return (*INPUT_FORMATS, *ENVELOPES)
     return INPUT_FORMATS
@@ -45,6 +47,9 @@ def resolve(job: Job) -> Job:
     spec = job.spec
     choices = input_choices(spec)
     formats = []
+    if isinstance(spec, DecodeSpec) and job.input_format in KAFKA_DUMPS:
+        spec = replace(spec, container=job.input_format)
+        job = job.with_(input_format="jsonl")
     for path in job.inputs:
         if spec.reads == EVENTS and job.input_format is None:  # events are JSON lines, whatever the name
             fmt = format_of(path) or "jsonl"
@@ -79,9 +84,17 @@ def resolve(job: Job) -> Job:
         columns = first_columns(job.inputs[0], formats[0])
         if columns is not None:  # else every known commit column is taken for one
             spec = replace(spec, commit_columns=tuple(c for c in COMMIT_COLUMNS if c in columns))
+    container = "auto"
+    if not isinstance(spec, DecodeSpec) and any(f in ENVELOPES for f in formats):
+        container = container_of(job.inputs[0])
     schema_line = out_format == "jsonl" and _typed(spec, stream_schema) and wanted(job.output == STDIO)
     return job.with_(
-        spec=spec, formats=tuple(formats), out_format=out_format, stream_schema=stream_schema, schema_line=schema_line
+        spec=spec,
+        formats=tuple(formats),
+        out_format=out_format,
+        stream_schema=stream_schema,
+        schema_line=schema_line,
+        container=container,
     )
 
 
@@ -126,15 +139,63 @@ def first_columns(path: str, fmt: str) -> list[str] | None:
     return None
 
 
+def container_of(path: str, named: str = "auto") -> str:
+    """How the events of an input are held: ``kcat`` records, ``kafka-console`` lines, or as
+    they are (``auto``), told by the first record where it can be read ahead."""
+    from cdc.formats.kafka import is_kcat, looks_like_console
+
+    if named != "auto":
+        return named
+    first = first_record(path)
+    if first is not None:
+        return "kcat" if is_kcat(first[0]) else "auto"
+    line = first_line(path)
+    return "kafka-console" if line is not None and looks_like_console(line) else "auto"
+
+
+def first_line(path: str) -> bytes | None:
+    """The first line of an input that is not blank (stdin: when it can be read ahead)."""
+    if path == STDIO:
+        import sys
+
+        peek = getattr(sys.stdin.buffer, "peek", None)
+        data = peek(1 << 16) if peek is not None else b""
+        lines = data[: data.rfind(b"\n")].split(b"\n") if b"\n" in data else []
+    else:
+        from cdc.formats.streams import decompressed, open_input
+
+        stream = decompressed(open_input(path), display_name(path))
+        try:
+            lines = [stream.readline() for _ in range(20)]
+        finally:
+            stream.close()
+    return next((line for line in lines if line.strip()), None)
+
+
 def _decided(spec: DecodeSpec, path: str) -> DecodeSpec:
-    """``--envelope auto``: the envelope of the first record, when it can be read ahead."""
+    """``--envelope auto``: the envelope of the first record, when it can be read ahead; and the
+    Kafka dump the events are in, if any."""
+    if spec.container == "auto":
+        spec = replace(spec, container=container_of(path))
     if spec.envelope != "auto":
         return spec
-    first = first_record(path)
+    first = first_record(path) if spec.container != "kafka-console" else None
     if first is None:
         return spec  # stdin that cannot be read ahead: the decoder decides at the first event
+    event = first[0]
+    if spec.container == "kcat":
+        from cdc.formats.jsonl import loads
+        from cdc.formats.kafka import is_kcat
+
+        payload = event.get("payload") if is_kcat(event) else None
+        try:
+            event = loads(payload.encode()) if isinstance(payload, str) else payload
+        except ValueError:
+            return spec
+        if event is None or type(event) is not dict:
+            return spec  # a tombstone first: the decoder decides at the first event
     try:
-        envelope = choose_envelope("auto", first[0])
+        envelope = choose_envelope("auto", event)
     except InputError as err:
         raise err.located(Location(display_name(path), first[1])) from None
     return replace(spec, envelope=envelope)
@@ -201,15 +262,21 @@ def open_rows(job: Job, reject: Reject, on_bytes: Any, counts: Counts) -> RowRea
     else:
         envelope = next((f for f in job.formats if f in ENVELOPES), None)
         if envelope is not None:  # changelog rows decoded on the way in (-i debezium)
-            decode = envelope_spec(job.spec, envelope)
+            decode = envelope_spec(job.spec, envelope, job.container)
             decoder = decoder_for(decode, counts)
-            if not isinstance(decoder, Gated):  # the tables read are listed all the same (inspect)
-                decoder = Gated(decoder, decode, counts)
+            kafka = decoder if isinstance(decoder, KafkaDecoder) else None
+            inner = kafka.inner if kafka is not None else decoder
+            if not isinstance(inner, Gated):  # the tables read are listed all the same (inspect)
+                inner = Gated(inner, decode, counts)
+                if kafka is not None:
+                    kafka.inner = inner
+                else:
+                    decoder = inner
             readers[envelope] = decoder.reader
     return open_inputs(job.inputs, job.formats, reject, on_bytes, readers)
 
 
-def envelope_spec(spec: Any, envelope: str) -> DecodeSpec:
+def envelope_spec(spec: Any, envelope: str, container: str = "auto") -> DecodeSpec:
     """How a command that reads changelog rows decodes envelope inputs: with its key (it rebuilds
     partial before images: REPLICA IDENTITY DEFAULT), its table patterns, and, when it keeps
     state, one table only (a stream of several is refused, never merged)."""
@@ -221,6 +288,7 @@ def envelope_spec(spec: Any, envelope: str) -> DecodeSpec:
         database_include=tables.database_include,
         table_include=tables.table_include,
         one_table=not spec.stateless and not isinstance(spec, InspectSpec),
+        container=container,
     )
 
 

@@ -50,6 +50,7 @@ class Job:
     # row path reads and writes them (``plan.choose``).
     stream_schema: Any = None
     schema_line: bool = False
+    container: str = "auto"  # envelope inputs of changelog commands: kcat, kafka-console (DecodeSpec.container)
 
     def with_(self, **changes: Any) -> Job:
         return replace(self, **changes)

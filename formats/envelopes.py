@@ -8,6 +8,7 @@ Maxwell and OGG are ``core.envelopes``. ``auto`` is decided from the first recor
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, BinaryIO
 
 from cdc.core.envelopes.base import EnvelopeOptions
@@ -22,7 +23,14 @@ ENVELOPES = ("debezium", "canal", "maxwell", "ogg")
 
 def decoder_for(spec: DecodeSpec, counts: Counts) -> Any:
     """The decoder of ``spec.envelope``; for ``auto``, one that decides at the first event. Table
-    patterns (Debezium's) and the one-table rule of a stateful command wrap it (``Gated``)."""
+    patterns (Debezium's) and the one-table rule of a stateful command wrap it (``Gated``); Kafka
+    records (kcat, console-consumer) are taken apart around it (``formats.kafka``)."""
+    from cdc.formats.kafka import KafkaDecoder, split_metadata
+
+    own, kafka = split_metadata(spec.metadata)
+    if kafka or spec.container != "auto" or own != spec.metadata:
+        inner = decoder_for(replace(spec, metadata=own, container="auto"), counts)
+        return KafkaDecoder(inner, kafka, counts, console=spec.container == "kafka-console")
     if spec.envelope == "auto":
         return AutoDecoder(spec, counts)
     decoder: Any
@@ -160,8 +168,6 @@ class AutoDecoder:
                 self.counts.notes["tombstones"] += 1
                 return []
             envelope = choose_envelope("auto", event)
-            from dataclasses import replace
-
             self.chosen = decoder_for(replace(self.spec, envelope=envelope), self.counts)
             if isinstance(self.chosen, Gated) and self.where is not None:
                 self.chosen.gate.where = self.where

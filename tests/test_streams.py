@@ -268,3 +268,77 @@ def test_ignore_columns_for_streams_without_the_schema_line(tmp_path: Path) -> N
         assert done.returncode == 0, done.stderr.decode()
     report = json.loads(run_cdc(["inspect", src, "--ignore-columns", "ts", "--json"]).stdout)
     assert report["consistency"]["inconsistent_changes"] == 0 and report["live_rows"] == 0
+
+
+# -- Kafka dumps: kcat -J and kafka-console-consumer ------------------------------------------------
+
+DUMPS = CONFORMANCE / "kafka-dumps"
+
+
+def mariadb_events(tmp_path: Path) -> Path:
+    lines = gzip.decompress((REAL / "mariadb" / "events.jsonl.gz").read_bytes()).split(b"\n")
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(b"\n".join([line for line in lines if line.strip()][:43]) + b"\n")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("name", "named"),
+    [
+        ("mariadb-items.kcat.jsonl.gz", []),
+        ("mariadb-items.kcat.jsonl.gz", ["-i", "kcat"]),
+        ("mariadb-items.console.txt.gz", []),
+        ("mariadb-items.console.txt.gz", ["-i", "kafka-console"]),
+        ("mariadb-items.console-timestamps.txt.gz", []),
+    ],
+)
+def test_a_kafka_dump_decodes_as_the_events_it_holds(tmp_path: Path, name: str, named: list[str]) -> None:
+    want = run_cdc(["decode", mariadb_events(tmp_path), "--on-truncate", "delete", "--stats"])
+    got = run_cdc(["decode", *named, DUMPS / name, "--on-truncate", "delete", "--stats"])
+    assert got.returncode == 0, got.stderr.decode()
+    assert got.stdout == want.stdout
+    assert "tombstones 3" in got.stderr.decode() and "kafka messages 43" in got.stderr.decode()
+
+
+def test_kafka_fields_are_metadata_columns(tmp_path: Path) -> None:
+    done = run_cdc(
+        [
+            "debezium-decode",
+            DUMPS / "mariadb-items.kcat.jsonl.gz",
+            "--on-truncate",
+            "delete",
+            "--metadata",
+            "kafka.topic=topic",
+            "--metadata",
+            "kafka.offset=off",
+            "--metadata",
+            "kafka.partition",
+            "--metadata",
+            "kafka.timestamp=kts",
+            "--metadata",
+            "kafka.key=k",
+        ]
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    rows = parse_jsonl(done.stdout)
+    assert {r["topic"] for r in rows} == {"e2e_main.e2e.items"} and {r["kafka_partition"] for r in rows} == {0}
+    assert rows[0]["off"] == 0 and rows[0]["k"] == {"id": rows[0]["id"]}
+    assert rows[0]["kts"].endswith("+00:00")
+    timed = run_cdc(
+        ["decode", DUMPS / "mariadb-items.console-timestamps.txt.gz", "--on-truncate", "delete",
+         "--metadata", "kafka.offset=off", "--metadata", "kafka.timestamp=kts"]
+    )  # fmt: skip
+    assert [(r["off"], r["kts"]) for r in parse_jsonl(timed.stdout)] == [(r["off"], r["kts"]) for r in rows]
+
+
+def test_a_kafka_dump_is_read_wherever_envelopes_are(tmp_path: Path) -> None:
+    dump = tmp_path / "dump.jsonl"
+    dump.write_bytes(gzip.decompress((DUMPS / "mariadb-items.kcat.jsonl.gz").read_bytes()))
+    mixed = run_cdc(["inspect", "-i", "debezium", dump, "--json", "--on-error", "skip"])
+    report = json.loads(mixed.stdout)
+    assert [t["name"] for t in report["tables"]] == ["e2e.items"]
+
+
+def test_kafka_metadata_of_plain_events_is_refused(tmp_path: Path) -> None:
+    done = run_cdc(["decode", mariadb_events(tmp_path), "--metadata", "kafka.topic", "--on-truncate", "skip"])
+    assert done.returncode == 3 and "not a Kafka message" in done.stderr.decode()

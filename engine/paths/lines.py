@@ -76,9 +76,11 @@ def accepts(job: Job) -> bool:
     if isinstance(spec, FromChangelogSpec):
         return spec.stateless and all(f == JSON_LINES for f in job.formats)
     if isinstance(spec, ToChangelogSpec):  # changelog rows, or envelopes decoded on the way in
-        return len(set(job.formats)) == 1 and (job.formats[0] == JSON_LINES or _stateless_envelope(job))
+        return len(set(job.formats)) == 1 and (
+            job.formats[0] == JSON_LINES or (_stateless_envelope(job) and job.container == "auto")
+        )
     if isinstance(spec, DecodeSpec):  # its envelope decided (resolve), and no state across events
-        return spec.stateless and spec.envelope != "auto"
+        return spec.stateless and spec.envelope != "auto" and spec.container != "kafka-console"
     return False
 
 

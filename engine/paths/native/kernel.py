@@ -45,7 +45,7 @@ def accepts(spec: Any) -> bool:
     if isinstance(spec, ToChangelogSpec):
         return True
     if isinstance(spec, DecodeSpec):
-        if not spec.stateless or spec.metadata:
+        if not spec.stateless or spec.metadata or spec.container != "auto":
             return False
         if spec.envelope == "debezium":
             return spec.schema_include != "true" and spec.database_include is None and spec.table_include is None
