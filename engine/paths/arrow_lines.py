@@ -25,12 +25,15 @@ import io
 from collections import deque
 from typing import Any
 
+from cdc.core.convert import FromChangelogRow, ToChangelogRow
 from cdc.core.errors import CdcError, InputError, Location
-from cdc.core.specs import FromChangelogSpec, ToChangelogSpec
+from cdc.core.specs import CHANGELOG, FromChangelogSpec, ToChangelogSpec
 from cdc.core.stats import Counts
+from cdc.engine.commands import Command, implements, lookup
 from cdc.engine.empty import empty_result, examples_for
 from cdc.engine.inputs import line_chunks
 from cdc.engine.job import Job, Result
+from cdc.engine.paths.arrow import from_changelog_batches, to_changelog_batches
 from cdc.engine.session import Rejects, Session, result_skips
 from cdc.formats.streams import STDIO, Output
 
@@ -76,19 +79,29 @@ def _cut(data: bytes, count: int) -> int:
     return at
 
 
-def accepts(job: Job) -> bool:
-    """from-changelog / to-changelog of JSON lines into Parquet, every column kept."""
-    spec = job.spec
-    if not isinstance(spec, FromChangelogSpec | ToChangelogSpec) or not spec.stateless:
-        return False
-    return (
-        job.writes_bytes
-        and job.rows is None
-        and job.out_format == "parquet"
-        and not job.columns
-        and bool(job.formats)
-        and all(f == "jsonl" for f in job.formats)
-    )
+def can_run(job: Job) -> bool:
+    """JSON lines in, Parquet out."""
+    return job.out_format == "parquet" and bool(job.formats) and all(f == "jsonl" for f in job.formats)
+
+
+def _text_column(spec: Any) -> str:
+    """The column of text the conversion reads (the op codes, or the kinds)."""
+    return str(spec.op_column if spec.reads != CHANGELOG else spec.kind_column)
+
+
+# from-changelog / to-changelog, every column kept: (the row step, the batch converter).
+COMMANDS: dict[type, Command] = {
+    FromChangelogSpec: implements(
+        (FromChangelogRow, from_changelog_batches), "op_column", "mapping", "kind_column", "keys", "drop"
+    ),
+    ToChangelogSpec: implements((ToChangelogRow, to_changelog_batches), "mapping", "op_column", "kind_column", "drop"),
+}
+
+
+def _conversions(spec: Any) -> Any:
+    command = lookup(COMMANDS, spec)
+    assert command is not None
+    return command.do
 
 
 class WriterFailed(Exception):
@@ -143,10 +156,8 @@ class Blocks:
         from cdc.formats.jsonl import bad_line_error, loads_for, not_an_object_message
 
         if self._row_step is None:
-            from cdc.core.convert import FromChangelogRow, ToChangelogRow
-
-            make = FromChangelogRow if isinstance(self.spec, FromChangelogSpec) else ToChangelogRow
-            self._row_step = make(self.spec, self.result.counts)  # type: ignore[arg-type]
+            make = _conversions(self.spec)[0]
+            self._row_step = make(self.spec, self.result.counts)
         step, reject = self._row_step, self.current.reject
         loads = loads_for(data)
         lines = data.split(b"\n")
@@ -213,11 +224,8 @@ class Blocks:
 
     def _convert(self, table: Any) -> tuple[Any, Counts] | None:
         """The block's changelog conversion, with its counts (None: a bad record in it)."""
-        from cdc.engine.paths.arrow import from_changelog_batches, to_changelog_batches
-
         counts = Counts()
-        make = from_changelog_batches if isinstance(self.spec, FromChangelogSpec) else to_changelog_batches
-        convert = make(self.spec, counts)  # type: ignore[arg-type]
+        convert = _conversions(self.spec)[1](self.spec, counts)
 
         def irregular(err: InputError, raw: str) -> None:
             raise Irregular
@@ -347,7 +355,7 @@ class Blocks:
         if not isinstance(first, dict):
             return None
         spec = self.spec
-        text = spec.op_column if isinstance(spec, FromChangelogSpec) else spec.kind_column
+        text = _text_column(spec)
         types = {f.name: f.type for f in output}
         fields = []
         for name in first:

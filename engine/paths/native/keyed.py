@@ -28,6 +28,7 @@ from cdc.core.kinds import KIND_BY_TEXT
 from cdc.core.model import Reject
 from cdc.core.specs import MaterializeSpec
 from cdc.core.state import KeyedState
+from cdc.engine.commands import SESSION, Command, implements
 from cdc.engine.empty import empty_result, examples_for
 from cdc.engine.inputs import line_chunks
 from cdc.engine.job import Job, Result
@@ -37,19 +38,15 @@ from cdc.engine.tables import new_table_state, table_rows, write_rows, write_tex
 from cdc.formats.jsonl import bad_line_error, loads_for, not_an_object_message
 
 
-def accepts(job: Job) -> bool:
-    """materialize --key over JSON lines (no --dedup or --as-of: those keep other state)."""
-    spec = job.spec
-    return (
-        available()
-        and isinstance(spec, MaterializeSpec)
-        and bool(spec.key)
-        and not spec.dedup
-        and spec.as_of is None
-        and spec.commit_columns == ()  # none in the rows: the kernel compares rows whole
-        and job.rows is None
-        and all(f == "jsonl" for f in job.formats)
-    )
+def can_run(job: Job) -> bool:
+    """JSON lines in, the kernel built."""
+    return available() and bool(job.formats) and all(f == "jsonl" for f in job.formats)
+
+
+def _keyed(job: Job) -> bool:
+    """A key (without one: a multiset, the state kernel's); no commit columns in the rows (the
+    kernel compares rows whole)."""
+    return bool(job.spec.key) and job.spec.commit_columns == ()
 
 
 def run(job: Job, current: Session) -> Result:
@@ -248,3 +245,19 @@ def _inputs() -> Location:
 def _parse(started: threading.Event, chunk: bytes, args: tuple[Any, ...]) -> tuple[bytes, int, int]:
     started.set()
     return _kernel.parse_changes(chunk, 0, *args)  # type: ignore[no-any-return]
+
+
+# materialize --key (not --dedup or --as-of: those keep other state); the table written by the
+# row path's writer unless it goes out as the rows' own texts.
+COMMANDS: dict[type, Command] = {
+    MaterializeSpec: implements(
+        run,
+        "kind_column",
+        "key",
+        "policy",
+        "sort",
+        "commit_columns",
+        job=SESSION | {"columns", "sink"},
+        can_run=_keyed,
+    ),
+}
