@@ -31,11 +31,11 @@ from cdc.core.specs import CHANGELOG, FromChangelogSpec, ToChangelogSpec
 from cdc.core.stats import Counts
 from cdc.engine.commands import Command, implements, lookup
 from cdc.engine.empty import empty_result, examples_for
+from cdc.engine.handover import again_on_rows, restartable
 from cdc.engine.inputs import line_chunks
 from cdc.engine.job import Job, Result
 from cdc.engine.paths.arrow import from_changelog_batches, to_changelog_batches
-from cdc.engine.session import Rejects, Session, result_skips
-from cdc.formats.streams import STDIO, Output
+from cdc.engine.session import Session, result_skips
 
 # Literals whose value the JSON reader and the row path's parser read differently: 17 digits or
 # more (an exact decimal, or an integer past 64 bits, to the row path) and -0 (a double there).
@@ -393,9 +393,9 @@ def run(job: Job, current: Session) -> Result:
     try:
         return _run(job, current, result)
     except WriterFailed as failed:
-        if not _restartable(job, current):
+        if not restartable(job, current):
             raise failed.error from None
-        return _again_on_rows(job, current)
+        return again_on_rows(job, current, f"the Parquet writer refused a row ({failed.error.message})")
 
 
 def _run(job: Job, current: Session, result: Result) -> Result:
@@ -422,26 +422,3 @@ def _run(job: Job, current: Session, result: Result) -> Result:
     result.counts.written = sum(result.counts.by_kind.values())
     result_skips(current, result)
     return result
-
-
-def _restartable(job: Job, current: Session) -> bool:
-    """Whether the run can begin again: its inputs can be read twice (not stdin, which the first
-    run used up) and its output and rejects are files not yet committed (not stdout, a FIFO or a
-    device, where what went out stays out)."""
-    output, rejects = current.output, current.rejects
-    rereadable = job.rows is None and STDIO not in job.inputs
-    return rereadable and (output is None or output.atomic) and (rejects is None or rejects.atomic)
-
-
-def _again_on_rows(job: Job, current: Session) -> Result:
-    """The whole run again on the row path, from fresh outputs, for its error's words."""
-    from cdc.engine.paths import rows
-
-    if current.output is not None:
-        current.output.abort()
-        current.output = Output(job.output)
-    if current.rejects is not None:
-        current.rejects.abort()
-        current.rejects = Rejects(job.rejects)
-        current.reject = current.rejects.add
-    return rows.run(job, current)

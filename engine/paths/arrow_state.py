@@ -30,13 +30,13 @@ from cdc.core.model import Row
 from cdc.core.specs import AggregateSpec, EncodeSpec, InspectSpec, MaterializeSpec, ReplaySpec
 from cdc.engine.commands import SESSION, Command, implements, lookup
 from cdc.engine.empty import Empty, Examples, examples_for
+from cdc.engine.handover import hand_over
 from cdc.engine.job import Job, Result
 from cdc.engine.session import Session, result_skips
 from cdc.formats.parquet.io import VECTOR_BATCH_ROWS
 from cdc.formats.streams import STDIO
 
 TABULAR = ("parquet", "csv", "tsv")
-HANDED_OVER = "arrow-state+rows"  # Result.path of a run the row path finished
 CHUNK_ROWS = 1 << 20  # changes applied at once: bigger chunks merge state less often, use more memory
 
 
@@ -339,12 +339,12 @@ def run(job: Job, current: Session) -> Result:
     pending_rows = 0
     offset = 0  # changes before the first pending one
 
-    def hand_over() -> Exact:
+    def take_over(reason: str) -> Exact:
         from cdc.engine.paths.rows import steps_for
 
+        hand_over(current, reason)
         holder = Exact(current, sink)
         holder.steps = state.hand_over(steps_for, holder.where)
-        result.path = HANDED_OVER
         return holder
 
     def flush() -> None:
@@ -363,7 +363,7 @@ def run(job: Job, current: Session) -> Result:
             if state.apply(table, offset, sink):
                 offset += rows
                 return
-            exact = hand_over()
+            exact = take_over("a chunk of changes the vectorized rules do not apply (a finding)")
         for batch, where, fmt in batches:
             exact.batch(batch, where, fmt)
         offset += rows
@@ -392,11 +392,12 @@ def run(job: Job, current: Session) -> Result:
                     exact.batch(batch, where, fmt)
                     continue
                 if not state.regular(batch):  # a bad record in it: the row path takes it from here
+                    bad = "a batch with a bad record (the row path says what is wrong with it)"
                     if whole:  # ... from the first change
-                        exact = hand_over()
+                        exact = take_over(bad)
                     flush()
                     if exact is None:
-                        exact = hand_over()
+                        exact = take_over(bad)
                     exact.batch(batch, where, fmt)
                     continue
                 pending.append((batch, where, fmt))

@@ -38,6 +38,7 @@ from cdc.core.state import KeyedState, MultisetState, TableState
 from cdc.core.timeorder import TimePoint, as_number, sort_key
 from cdc.engine.commands import SESSION, Command, implements, lookup
 from cdc.engine.empty import empty_result, examples_for
+from cdc.engine.handover import hand_over
 from cdc.engine.inputs import line_chunks
 from cdc.engine.job import Job, Result
 from cdc.engine.paths.native.base import (
@@ -161,7 +162,7 @@ def _run_engine(job: Job, current: Session, engine: Engine) -> Result:
     from cdc.engine.workers import keep_heap_memory
 
     keep_heap_memory()  # chunks and their records are megabytes each: kept on the heap, not mapped anew
-    lines = StateLines(engine)
+    lines = StateLines(engine, partial(hand_over, current))
     current.where = lines.location
     examples = engine.examples = examples_for(spec, job.out_format)  # for an empty result
     for chunk, first, name in line_chunks(job, current.on_bytes, CHUNK, examples):
@@ -197,8 +198,9 @@ class StateLines:
     (the kernel lets go of the GIL) while the chunk before is applied, then its second half parsed
     here — so that parsing, the larger part of the work, is shared by the two cores."""
 
-    def __init__(self, engine: Engine):
+    def __init__(self, engine: Engine, told: Callable[[str], None] | None = None):
         self.engine = engine
+        self.told = told  # told why the core's state takes over (``handover.hand_over``)
         self.records = 0
         self._pool: ThreadPoolExecutor | None = None
         self._pending: tuple[Future[Any], Chunk, int, tuple[bytes, int, int] | None] | None = None
@@ -215,7 +217,7 @@ class StateLines:
         if self.engine.kernel is not None and any(name in chunk for name in self.engine.watch):
             self._drain()
             if self.engine.kernel is not None:
-                self.engine.hand_over()
+                self._take_over("a chunk that names a change feed's commit column")
         split = len(chunk)
         if self.engine.kernel is not None:
             if self._pool is None:
@@ -264,9 +266,14 @@ class StateLines:
             return True
         line, offset = struct.unpack_from("=II", packed, stop + 1)
         self.records += line
-        self.engine.hand_over()
+        self._take_over("a change the kernel's state does not apply (a finding, or a value it cannot compare)")
         self._general(at, offset, at.first_line + line)
         return False
+
+    def _take_over(self, reason: str) -> None:
+        self.engine.hand_over()
+        if self.told is not None:
+            self.told(reason)
 
     def _declined(self, at: Chunk, position: int, line_no: int) -> None:
         """From a declined line on: each one looked at, the kernel again after it."""
@@ -276,7 +283,7 @@ class StateLines:
             end = size if newline < 0 else newline + 1
             line = chunk[position : end if newline < 0 else newline]
             if not self._not_a_change(line, Location(at.source, line_no), at.reject):
-                self.engine.hand_over()
+                self._take_over("a change the kernel does not read (a key not a scalar, an escaped or repeated column)")
                 self._general(at, position, line_no)
                 return
             position, line_no = end, line_no + 1
