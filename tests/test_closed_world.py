@@ -48,7 +48,8 @@ from cdc.core.state import Policy
 from cdc.engine.commands import EVERY, Command, implements
 from cdc.engine.inputs import resolve
 from cdc.engine.job import Job
-from cdc.engine.plan import PATHS, Path as EnginePath, choose
+from cdc.engine.plan import PATHS, choose
+from cdc.engine.plan import Path as EnginePath
 
 # Each command's spec with its required fields, and the fields each field needs to be set with.
 BASE: dict[type, Callable[..., Any]] = {

@@ -4,8 +4,8 @@ Stateless conversions (from-changelog, to-changelog, decode without a key) are a
 one input line, so the input is cut into ~1 MB chunks at line ends; two forked workers
 (``workers``) convert chunks while the main process writes results in input order. Small inputs
 are converted in-process with the same chunk loop. Each line is parsed and converted the general
-way (the row path's own steps); where the C kernel is built and takes the spec
-(``native.kernel.accepts``), it converts the lines it is sure of as bytes first.
+way (the row path's own steps); where the C kernel is built and implements the spec's options
+(``native.kernel.COMMANDS``), it converts the lines it is sure of as bytes first.
 """
 
 from __future__ import annotations
@@ -75,9 +75,11 @@ def can_run(job: Job) -> bool:
 
 
 def can_run_with_kernel(job: Job) -> bool:
+    """The kernel built, and the lines path's conditions on the job (the kernel runs inside it)."""
     from cdc.engine.paths.native.kernel import available
 
-    return available() and can_run(job)
+    command = lookup(COMMANDS, job.spec)
+    return available() and can_run(job) and command is not None and command.can_run(job)
 
 
 def _json_lines_in(job: Job) -> bool:

@@ -56,20 +56,9 @@ def _decode(spec: DecodeSpec, counts: Counts, decoder: Any) -> _Kernel | None:
     return debezium_kernel(spec.kind_column, counts, envelopes, decoder.plain_schema if decoder else None)
 
 
-def _on_lines(spec_type: type, takes: Callable[[Any], bool] | None = None) -> Callable[[Any], bool]:
-    """The lines path's conditions on a job of this command (the kernel runs inside it), and
-    ``takes`` of the spec's values."""
-
-    def can_run(job: Any) -> bool:
-        from cdc.engine.paths import lines
-
-        return lines.COMMANDS[spec_type].can_run(job) and (takes is None or takes(job.spec))
-
-    return can_run
-
-
-def _decodes(spec: DecodeSpec) -> bool:
+def _decodes(job: Any) -> bool:
     """The envelopes the kernel reads (Debezium: not with a schema in every event)."""
+    spec = job.spec
     if spec.envelope == "debezium":
         return spec.schema_include != "true"
     return spec.envelope in ENVELOPE_KERNELS
@@ -300,14 +289,11 @@ def envelope_kernel(spec: DecodeSpec, counts: Counts, decoder: Any) -> _Kernel |
 
 
 # The kernel-lines path: the lines path with the kernel converting the lines it is sure of, for
-# the options the kernel implements (the others: the lines path, without it).
+# the options the kernel implements (the others: the lines path, without it); the lines path's
+# conditions hold too (``lines.can_run_with_kernel``).
 COMMANDS: dict[type, Command] = {
-    FromChangelogSpec: implements(
-        _from_changelog, "op_column", "mapping", "kind_column", "drop", can_run=_on_lines(FromChangelogSpec)
-    ),
-    ToChangelogSpec: implements(
-        _to_changelog, "mapping", "op_column", "kind_column", "drop", can_run=_on_lines(ToChangelogSpec)
-    ),
+    FromChangelogSpec: implements(_from_changelog, "op_column", "mapping", "kind_column", "drop"),
+    ToChangelogSpec: implements(_to_changelog, "mapping", "op_column", "kind_column", "drop"),
     DecodeSpec: implements(
         _decode,
         "envelope",
@@ -316,6 +302,6 @@ COMMANDS: dict[type, Command] = {
         "raw_values",
         "on_truncate",
         "bootstrap",
-        can_run=_on_lines(DecodeSpec, _decodes),
+        can_run=_decodes,
     ),
 }
