@@ -72,7 +72,7 @@ def _names(value: Columns | None) -> tuple[str, ...]:
 def _run(spec: Any, source: Source, io: IO) -> Result:
     tables = Tables(io.get("database_include"), io.get("table_include"))
     if tables:
-        if isinstance(spec, DecodeSpec):
+        if hasattr(spec, "table_include"):  # decode's own options
             spec = replace(spec, database_include=tables.database_include, table_include=tables.table_include)
         elif hasattr(spec, "tables"):
             spec = replace(spec, tables=tables)

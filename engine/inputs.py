@@ -6,7 +6,7 @@ Commands that read changelog rows also read change events decoded on the way in
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -16,6 +16,7 @@ from cdc.core.model import Reject, Row
 from cdc.core.presets import COMMIT_COLUMNS
 from cdc.core.specs import CHANGELOG, EVENTS, DecodeSpec, FromChangelogSpec, InspectSpec, MaterializeSpec, Tables
 from cdc.core.stats import Counts
+from cdc.engine.commands import lookup
 from cdc.engine.job import Job
 from cdc.engine.paths.native.kernel import count_lines
 from cdc.formats.base import RowReader
@@ -27,6 +28,8 @@ from cdc.formats.streams import STDIO, display_name
 
 SINK = "rows"  # the output format of a job whose rows go to a caller's sink
 KAFKA_DUMPS = ("kcat", "kafka-console")  # -i of decode: events in a Kafka dump
+# Commands that keep state yet read a stream of several tables (they list them): inspect.
+LISTS_TABLES: dict[type, bool] = {InspectSpec: True}
 
 
 def input_choices(spec: Any) -> tuple[str, ...]:
@@ -47,7 +50,7 @@ def resolve(job: Job) -> Job:
     spec = job.spec
     choices = input_choices(spec)
     formats = []
-    if isinstance(spec, DecodeSpec) and job.input_format in KAFKA_DUMPS:
+    if spec.reads == EVENTS and job.input_format in KAFKA_DUMPS:
         spec = replace(spec, container=job.input_format)
         job = job.with_(input_format="jsonl")
     for path in job.inputs:
@@ -58,12 +61,6 @@ def resolve(job: Job) -> Job:
         if spec.reads == EVENTS and fmt not in ("jsonl", *ENVELOPES):
             raise UsageError(f"change events are JSON lines; {fmt} input cannot hold them")
         formats.append(fmt)
-    if getattr(spec, "tables", None) and not any(f in ENVELOPES for f in formats):
-        raise UsageError(
-            "--table-include/--database-include pick tables of change events: the input is "
-            + ", ".join(dict.fromkeys(formats)),
-            hint="read the events with -i debezium|canal|maxwell|ogg",
-        )
     stream_schema = None
     if spec.reads != EVENTS and formats and formats[0] == "jsonl":
         first = first_record(job.inputs[0])
@@ -75,17 +72,11 @@ def resolve(job: Job) -> Job:
             ignored = getattr(spec, "ignore_columns", None)
             if ignored is not None:  # the stream's metadata columns are not row identity
                 spec = replace(spec, ignore_columns=tuple(dict.fromkeys([*ignored, *stream_schema.metadata])))
-    if isinstance(spec, DecodeSpec):
-        spec = _decided(spec, job.inputs[0])
-        formats = [spec.envelope] * len(formats)
-    elif isinstance(spec, FromChangelogSpec):
-        _not_an_envelope(job.inputs, formats)
-    elif isinstance(spec, MaterializeSpec | InspectSpec) and spec.commit_columns is None:
-        columns = first_columns(job.inputs[0], formats[0])
-        if columns is not None:  # else every known commit column is taken for one
-            spec = replace(spec, commit_columns=tuple(c for c in COMMIT_COLUMNS if c in columns))
+    decide = lookup(DECIDE, spec)
+    if decide is not None:
+        spec, formats = decide(spec, job.inputs, formats)
     container = "auto"
-    if not isinstance(spec, DecodeSpec) and any(f in ENVELOPES for f in formats):
+    if spec.reads != EVENTS and any(f in ENVELOPES for f in formats):
         container = container_of(job.inputs[0])
     schema_line = out_format == "jsonl" and _typed(spec, stream_schema) and wanted(job.output == STDIO)
     return job.with_(
@@ -103,9 +94,37 @@ def _typed(spec: Any, stream_schema: Any) -> bool:
     decoded envelopes (Canal by sqlType, Debezium by its schema block), or a schema line read."""
     if stream_schema is not None:
         return True
-    if isinstance(spec, DecodeSpec):
+    if spec.reads == EVENTS:
         return not spec.raw_values or bool(spec.metadata)
     return False
+
+
+def _decode(spec: DecodeSpec, inputs: tuple[str, ...], formats: list[str]) -> tuple[Any, list[str]]:
+    spec = _decided(spec, inputs[0])
+    return spec, [spec.envelope] * len(formats)
+
+
+def _from_changelog(spec: FromChangelogSpec, inputs: tuple[str, ...], formats: list[str]) -> tuple[Any, list[str]]:
+    _not_an_envelope(inputs, formats)
+    return spec, formats
+
+
+def _commit_columns(spec: Any, inputs: tuple[str, ...], formats: list[str]) -> tuple[Any, list[str]]:
+    """A table's commit columns (None: the known ones found in the first input's columns)."""
+    if spec.commit_columns is None:
+        columns = first_columns(inputs[0], formats[0])
+        if columns is not None:  # else every known commit column is taken for one
+            spec = replace(spec, commit_columns=tuple(c for c in COMMIT_COLUMNS if c in columns))
+    return spec, formats
+
+
+# What a command decides of its spec once its inputs are known: (spec, inputs, formats) → both.
+DECIDE: dict[type, Callable[[Any, tuple[str, ...], list[str]], tuple[Any, list[str]]]] = {
+    DecodeSpec: _decode,
+    FromChangelogSpec: _from_changelog,
+    MaterializeSpec: _commit_columns,
+    InspectSpec: _commit_columns,
+}
 
 
 def first_columns(path: str, fmt: str) -> list[str] | None:
@@ -254,13 +273,19 @@ def open_rows(job: Job, reject: Reject, on_bytes: Any, counts: Counts) -> RowRea
     """The job's input rows, every input in order: changelog rows for an envelope input
     (decoded by one decoder, ``counts`` its counts), else the rows as read."""
     if job.rows is not None:
-        decoder = decoder_for(job.spec, counts) if isinstance(job.spec, DecodeSpec) else None
+        decoder = decoder_for(job.spec, counts) if job.spec.reads == EVENTS else None
         return IterableReader(job.rows, reject, decoder)
     readers: dict[str, Any] = {}
-    if isinstance(job.spec, DecodeSpec):
+    if job.spec.reads == EVENTS:  # events decoded: decode
         readers = dict.fromkeys(job.formats, decoder_for(job.spec, counts).reader)
     else:
         envelope = next((f for f in job.formats if f in ENVELOPES), None)
+        if envelope is None and getattr(job.spec, "tables", None):
+            raise UsageError(
+                "--table-include/--database-include pick tables of change events: the input is "
+                + ", ".join(dict.fromkeys(job.formats)),
+                hint="read the events with -i debezium|canal|maxwell|ogg",
+            )
         if envelope is not None:  # changelog rows decoded on the way in (-i debezium)
             decode = envelope_spec(job.spec, envelope, job.container)
             decoder = decoder_for(decode, counts)
@@ -287,7 +312,7 @@ def envelope_spec(spec: Any, envelope: str, container: str = "auto") -> DecodeSp
         key=getattr(spec, "key", ()),
         database_include=tables.database_include,
         table_include=tables.table_include,
-        one_table=not spec.stateless and not isinstance(spec, InspectSpec),
+        one_table=not spec.stateless and not lookup(LISTS_TABLES, spec),
         container=container,
     )
 

@@ -9,7 +9,7 @@ from typing import Any
 from cdc.core.model import Row
 from cdc.core.presets import COMMIT_COLUMNS
 from cdc.core.rowstore import strip
-from cdc.core.specs import AggregateSpec, DecodeSpec, FromChangelogSpec, InspectSpec, MaterializeSpec, ReplaySpec
+from cdc.core.specs import InspectSpec, MaterializeSpec
 from cdc.core.state import Findings, TableState, new_state
 from cdc.core.timeorder import sort_key
 from cdc.core.versioned import VersionedState
@@ -73,8 +73,8 @@ def all_columns(
 
 def output_kind_column(spec: Any) -> str | None:
     """The column of the output rows that holds their kind (print and table colour it)."""
-    if isinstance(spec, FromChangelogSpec | DecodeSpec | ReplaySpec | AggregateSpec):
-        return spec.kind_column
+    if getattr(spec, "writes_kinds", False):
+        return str(spec.kind_column)
     return getattr(spec, "output_kind_column", None)
 
 
@@ -99,12 +99,13 @@ def metadata_columns(job: Job) -> list[str]:
     those a schema line read said were; kept where the output has them."""
     spec = job.spec
     names: list[str] = []
-    if isinstance(spec, DecodeSpec):
+    requests = getattr(spec, "metadata", ())  # decode's --metadata NAME[=COLUMN]
+    if requests:
         from cdc.core.envelopes.base import metadata_column
 
-        names += [m.partition("=")[2].strip() or metadata_column(m.strip()) for m in spec.metadata]
+        names += [m.partition("=")[2].strip() or metadata_column(m.strip()) for m in requests]
     if job.stream_schema is not None:
-        names += [n for n in job.stream_schema.metadata if not isinstance(spec, MaterializeSpec | InspectSpec)]
+        names += list(job.stream_schema.metadata)
     return list(dict.fromkeys(names))
 
 
