@@ -17,7 +17,7 @@ from cdc.engine.job import Result
 PANEL = "Query"
 
 
-@o.cdc_command(o.INPUT, o.OUTPUT, o.ERRORS, o.REPORT, o.SQL, o.TABLES)
+@o.cdc_command(o.INPUT, o.OUTPUT, o.ERRORS, o.REPORT, o.SQL, o.TABLES, o.CSV_IN)
 def command(
     common: o.Common,
     group_by: Annotated[

@@ -26,7 +26,7 @@ def parse_source(pairs: list[str]) -> tuple[tuple[str, str], ...]:
     return tuple(source.items())
 
 
-@o.cdc_command(o.INPUT, o.OUTPUT, o.ERRORS, o.REPORT, o.SQL)
+@o.cdc_command(o.INPUT, o.OUTPUT, o.ERRORS, o.REPORT, o.SQL, o.CSV_IN)
 def command(
     common: o.Common,
     split_updates: Annotated[

@@ -14,7 +14,7 @@ from cdc.core.specs import InspectSpec
 from cdc.formats.jsonl import encode_default
 
 
-@o.cdc_command(o.INPUT, o.ERRORS, o.REPORT, o.SQL, o.TABLES)
+@o.cdc_command(o.INPUT, o.ERRORS, o.REPORT, o.SQL, o.TABLES, o.CSV_IN)
 def command(
     common: o.Common,
     key: o.KeyOpt = None,

@@ -69,7 +69,7 @@ Expect = Annotated[
 ]
 
 
-@o.cdc_command(o.INPUT, o.OUTPUT, o.ERRORS, o.REPORT, o.SQL, o.TABLES)
+@o.cdc_command(o.INPUT, o.OUTPUT, o.ERRORS, o.REPORT, o.SQL, o.TABLES, o.CSV_IN)
 def command(
     common: o.Common,
     key: o.KeyOpt = None,

@@ -72,6 +72,19 @@ class Common:
     sink_path: str | None = None
     database_include: str | None = None
     table_include: str | None = None
+    delimiter: str | None = None
+    quote_char: str | None = None
+    no_header: bool = False
+    header_names: str | None = None
+
+    def csv_dialect(self) -> Any:
+        """The CSV options given (None: none: the format's own)."""
+        if self.delimiter is None and self.quote_char is None and not self.no_header and self.header_names is None:
+            return None
+        from cdc.formats.base import CsvDialect
+
+        delimiter = {"tab": "\t", "\\t": "\t"}.get(self.delimiter or "", self.delimiter)
+        return CsvDialect(delimiter, self.quote_char or '"', not self.no_header, split_list(self.header_names))
 
 
 @dataclass(frozen=True)
@@ -304,6 +317,65 @@ SQL = Group(
                 str | None,
                 typer.Option(
                     "--sink-path", help="The filesystem sink's folder.", rich_help_panel=SQL_PANEL, show_default=False
+                ),
+            ],
+            None,
+        ),
+    )
+)
+
+CSV_PANEL = "CSV input"
+CSV_IN = Group(
+    (
+        (
+            "delimiter",
+            Annotated[
+                str | None,
+                typer.Option(
+                    "--delimiter",
+                    help="CSV/TSV input: the field delimiter, one character (';', '|'; 'tab' for a tab).",
+                    rich_help_panel=CSV_PANEL,
+                    show_default=False,
+                ),
+            ],
+            None,
+        ),
+        (
+            "quote_char",
+            Annotated[
+                str | None,
+                typer.Option(
+                    "--quote-char",
+                    help="CSV/TSV input: the quote character (default '\"').",
+                    rich_help_panel=CSV_PANEL,
+                    show_default=False,
+                ),
+            ],
+            None,
+        ),
+        (
+            "no_header",
+            Annotated[
+                bool,
+                typer.Option(
+                    "--no-header",
+                    help="CSV/TSV input has no header line: its first line is a row (name the columns "
+                    "with --header-names).",
+                    rich_help_panel=CSV_PANEL,
+                ),
+            ],
+            False,
+        ),
+        (
+            "header_names",
+            Annotated[
+                str | None,
+                typer.Option(
+                    "--header-names",
+                    help="CSV/TSV input: the columns' names (comma list), for a file without a header "
+                    "(--no-header) or instead of its header's.",
+                    rich_help_panel=CSV_PANEL,
+                    show_default=False,
                 ),
             ],
             None,

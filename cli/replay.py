@@ -21,7 +21,7 @@ from cdc.engine.job import Result
 REPLAY_PANEL = "Replay"
 
 
-@o.cdc_command(o.INPUT, o.OUTPUT, o.ERRORS, o.REPORT, o.SQL, o.TABLES)
+@o.cdc_command(o.INPUT, o.OUTPUT, o.ERRORS, o.REPORT, o.SQL, o.TABLES, o.CSV_IN)
 def command(
     common: o.Common,
     key: o.KeyOpt = None,

@@ -31,6 +31,7 @@ def job_of(common: Common, spec: Any, sink: RowSink | None = None) -> Job:
         on_error=common.on_error,
         rejects=common.rejects,
         sink=sink,
+        csv=common.csv_dialect(),
     )
 
 

@@ -33,7 +33,7 @@ OpMapping = Annotated[
 ]
 
 
-@o.cdc_command(o.INPUT, o.OUTPUT, o.ERRORS, o.REPORT, o.SQL, o.TABLES)
+@o.cdc_command(o.INPUT, o.OUTPUT, o.ERRORS, o.REPORT, o.SQL, o.TABLES, o.CSV_IN)
 def command(
     common: o.Common,
     op: OpName = None,

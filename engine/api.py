@@ -60,6 +60,12 @@ class IO(TypedDict, total=False):
     # the tables read (regular expressions matched against the whole name).
     table_include: str | None
     database_include: str | None
+    # CSV/TSV input as it is written: delimiter (one character), quote_char, header (False: no
+    # header line, name the columns with header_names), header_names (a list or comma string).
+    delimiter: str | None
+    quote_char: str | None
+    header: bool
+    header_names: Columns | None
 
 
 def _names(value: Columns | None) -> tuple[str, ...]:
@@ -67,6 +73,17 @@ def _names(value: Columns | None) -> tuple[str, ...]:
         return ()
     parts = value.split(",") if isinstance(value, str) else list(value)
     return tuple(dict.fromkeys(p.strip() for p in parts if p.strip()))
+
+
+def _dialect(io: IO) -> Any:
+    keys = ("delimiter", "quote_char", "header", "header_names")
+    if not any(k in io for k in keys):
+        return None
+    from cdc.formats.base import CsvDialect
+
+    return CsvDialect(
+        io.get("delimiter"), io.get("quote_char") or '"', io.get("header", True), _names(io.get("header_names"))
+    )
 
 
 def _run(spec: Any, source: Source, io: IO) -> Result:
@@ -90,6 +107,7 @@ def _run(spec: Any, source: Source, io: IO) -> Result:
         on_error=OnError(io.get("on_error", "fail")),
         rejects=os.fspath(rejects) if rejects is not None else None,
         sink=sink,
+        csv=_dialect(io),
     )
     if isinstance(source, str | os.PathLike):
         job = job.with_(inputs=(os.fspath(source),))

@@ -72,6 +72,12 @@ def resolve(job: Job) -> Job:
             ignored = getattr(spec, "ignore_columns", None)
             if ignored is not None:  # the stream's metadata columns are not row identity
                 spec = replace(spec, ignore_columns=tuple(dict.fromkeys([*ignored, *stream_schema.metadata])))
+    if job.csv is not None and not any(f in ("csv", "tsv") for f in formats):
+        raise UsageError(
+            "--delimiter, --quote-char, --no-header and --header-names read CSV/TSV: the input is "
+            + ", ".join(dict.fromkeys(formats)),
+            hint="name the format with -i csv",
+        )
     decide = lookup(DECIDE, spec)
     if decide is not None:
         spec, formats = decide(spec, job.inputs, formats)
@@ -298,7 +304,7 @@ def open_rows(job: Job, reject: Reject, on_bytes: Any, counts: Counts) -> RowRea
                 else:
                     decoder = inner
             readers[envelope] = decoder.reader
-    return open_inputs(job.inputs, job.formats, reject, on_bytes, readers)
+    return open_inputs(job.inputs, job.formats, reject, on_bytes, readers, job.csv)
 
 
 def envelope_spec(spec: Any, envelope: str, container: str = "auto") -> DecodeSpec:

@@ -50,6 +50,7 @@ class Job:
     # row path reads and writes them (``plan.choose``).
     stream_schema: Any = None
     schema_line: bool = False
+    csv: Any = None  # how CSV/TSV inputs are written (formats.base.CsvDialect): delimiter, quote, header
     container: str = "auto"  # envelope inputs of changelog commands: kcat, kafka-console (DecodeSpec.container)
 
     def with_(self, **changes: Any) -> Job:

@@ -342,3 +342,81 @@ def test_a_kafka_dump_is_read_wherever_envelopes_are(tmp_path: Path) -> None:
 def test_kafka_metadata_of_plain_events_is_refused(tmp_path: Path) -> None:
     done = run_cdc(["decode", mariadb_events(tmp_path), "--metadata", "kafka.topic", "--on-truncate", "skip"])
     assert done.returncode == 3 and "not a Kafka message" in done.stderr.decode()
+
+
+# -- CSV as people have it ----------------------------------------------------------------------------
+
+FEED = CONFORMANCE / "change-feeds" / "delta-cdf" / "feed.csv"
+
+
+def feed_as(tmp_path: Path, delimiter: str, quote: str, header: bool) -> Path:
+    """The Delta change feed written again with another delimiter and quote, perhaps headerless;
+    a value holding the delimiter is quoted."""
+    import csv
+
+    with FEED.open(newline="") as fh:
+        rows = list(csv.reader(fh))
+    rows[1][1] = "a;b|c,d"  # a value that needs its quotes, whatever the delimiter
+    out = tmp_path / "feed.txt"
+    with out.open("w", newline="") as fh:
+        writer = csv.writer(fh, delimiter=delimiter, quotechar=quote, lineterminator="\n")
+        writer.writerows(rows if header else rows[1:])
+    return out
+
+
+@pytest.mark.parametrize(
+    ("delimiter", "quote", "header", "flag"),
+    [(";", '"', True, ";"), ("|", "'", False, "|"), ("\t", '"', False, "tab")],
+)
+@pytest.mark.parametrize("output", ["jsonl", "parquet"])
+def test_csv_dialects_read_as_the_same_rows(
+    tmp_path: Path, delimiter: str, quote: str, header: bool, flag: str, output: str
+) -> None:
+    import csv
+
+    with FEED.open(newline="") as fh:
+        names = next(csv.reader(fh))
+    plain = feed_as(tmp_path, ",", '"', True)
+    plain = plain.rename(tmp_path / "plain.csv")
+    odd = feed_as(tmp_path, delimiter, quote, header)
+    args = ["-i", "csv", "--delimiter", flag, "--quote-char", quote]
+    if not header:
+        args += ["--no-header", "--header-names", ",".join(names)]
+    want = run_cdc(["from-changelog", plain, "--preset", "delta-cdf", "-o", tmp_path / f"want.{output}"])
+    got = run_cdc(["from-changelog", odd, *args, "--preset", "delta-cdf", "-o", tmp_path / f"got.{output}"])
+    assert want.returncode == 0 and got.returncode == 0, got.stderr.decode()
+    assert (tmp_path / f"got.{output}").read_bytes() == (tmp_path / f"want.{output}").read_bytes()
+    table = run_cdc(["materialize", odd, *args, "--key", "c1", "--sort"], stdin=None)
+    assert table.returncode == 3  # a changelog needs its op column: the feed is plain rows
+    assert "kind column" in table.stderr.decode()
+
+
+def test_csv_options_on_stdin_keep_line_numbers(tmp_path: Path) -> None:
+    data = b"+I|1|'x|y'\n+I|2|z|9\n-D|1|'x|y'\n"
+    done = run_cdc(
+        ["materialize", "-i", "csv", "--no-header", "--header-names", "op,id,v", "--delimiter", "|",
+         "--quote-char", "'", "--on-error", "skip", "--strict"],
+        stdin=data,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr.decode()
+    assert done.stdout == b""  # 1 inserted, then deleted; the ragged line set aside
+    assert "<stdin>:2: ragged CSV row" in done.stderr.decode()
+
+
+def test_csv_options_need_csv_input_and_one_character(tmp_path: Path) -> None:
+    src = write(tmp_path / "c.jsonl", ADD_COLUMN)
+    done = run_cdc(["materialize", src, "--delimiter", ";"])
+    assert done.returncode == 2 and "-i csv" in done.stderr.decode()
+    done = run_cdc(["materialize", "-i", "csv", src, "--delimiter", ";;"])
+    assert done.returncode == 2 and "one character" in done.stderr.decode()
+    done = run_cdc(["materialize", "-i", "csv", src, "--no-header"])
+    assert done.returncode == 2 and "--header-names" in done.stderr.decode()
+
+
+def test_header_names_rename_a_header(tmp_path: Path) -> None:
+    src = tmp_path / "c.csv"
+    src.write_text("kind,key,val\n+I,1,a\n")
+    done = run_cdc(["materialize", src, "--header-names", "op,id,v", "--key", "id"])
+    assert parse_jsonl(done.stdout) == [{"id": "1", "v": "a"}]
+    done = run_cdc(["materialize", src, "--header-names", "op,id"])
+    assert done.returncode == 3 and "the header has 3 columns" in done.stderr.decode()
