@@ -81,6 +81,7 @@ def resolve(job: Job) -> Job:
     decide = lookup(DECIDE, spec)
     if decide is not None:
         spec, formats = decide(spec, job.inputs, formats)
+    arrays = json_arrays(job, formats)
     container = "auto"
     if spec.reads != EVENTS and any(f in ENVELOPES for f in formats):
         container = container_of(job.inputs[0])
@@ -92,6 +93,7 @@ def resolve(job: Job) -> Job:
         stream_schema=stream_schema,
         schema_line=schema_line,
         container=container,
+        arrays=arrays,
     )
 
 
@@ -264,6 +266,8 @@ def first_record(path: str, lines: int = 100) -> tuple[Any, int] | None:
             head = [stream.readline() for _ in range(lines)]
         finally:
             stream.close()
+    if head and b"".join(head).lstrip(b"\xef\xbb\xbf \t\r\n")[:1] == b"[":
+        return _first_element(b"".join(head))
     for number, line in enumerate(head, 1):
         text = line.strip().removeprefix(b"\xef\xbb\xbf")
         if not text or text == b"null":
@@ -273,6 +277,34 @@ def first_record(path: str, lines: int = 100) -> tuple[Any, int] | None:
         except ValueError:
             return None  # a bad line: the run itself says so, at its place
     return None
+
+
+def _first_element(head: bytes) -> tuple[Any, int] | None:
+    """A JSON array file's first element that is not null, from the head of the file."""
+    import io
+
+    from cdc.formats.json_array import Elements
+    from cdc.formats.jsonl import loads
+
+    try:
+        for text, line in Elements(io.BytesIO(head)):  # type: ignore[arg-type]
+            if text != b"null":
+                return loads(text), line
+    except (InputError, ValueError):  # the head ends inside the array, or a bad element
+        return None
+    return None
+
+
+def json_arrays(job: Job, formats: list[str]) -> bool:
+    """Whether an input of JSON text is one JSON array (``.json`` exports): the row path's reader
+    takes it apart; the paths that split JSON lines do not declare it (job option ``arrays``)."""
+    for path, fmt in zip(job.inputs, formats, strict=True):
+        if fmt != "jsonl" and fmt not in ENVELOPES:
+            continue
+        line = first_line(path)
+        if line is not None and line.lstrip(b"\xef\xbb\xbf \t")[:1] == b"[":
+            return True
+    return False
 
 
 def open_rows(job: Job, reject: Reject, on_bytes: Any, counts: Counts) -> RowReader:

@@ -51,6 +51,7 @@ class Job:
     stream_schema: Any = None
     schema_line: bool = False
     csv: Any = None  # how CSV/TSV inputs are written (formats.base.CsvDialect): delimiter, quote, header
+    arrays: bool = False  # an input is one JSON array (formats.json_array), not JSON lines
     container: str = "auto"  # envelope inputs of changelog commands: kcat, kafka-console (DecodeSpec.container)
 
     def with_(self, **changes: Any) -> Job:

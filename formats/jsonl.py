@@ -228,6 +228,7 @@ class JsonlReader(RowReader):
         self._lines: list[bytes] = []
         self._first = 1  # line number of self._lines[0]
         self._blank = 0  # blank lines skipped (not records)
+        self._elements = -1  # a JSON array's elements read (-1: JSON lines)
         self.stream_schema: Any = None  # the schema line's (formats.stream_schema), when it has one
 
     @property  # type: ignore[override]
@@ -241,7 +242,7 @@ class JsonlReader(RowReader):
 
     @property  # type: ignore[override]
     def records(self) -> int:
-        return self.line - self._blank
+        return self._elements if self._elements >= 0 else self.line - self._blank
 
     @records.setter
     def records(self, value: int) -> None:
@@ -268,6 +269,9 @@ class JsonlReader(RowReader):
         convert = None
         looking = True  # for a schema line (formats.stream_schema): the first record may be one
         for chunk, first in read_chunks(self._stream):
+            if first == 1 and chunk.lstrip(b" \t\r\n")[:1] == b"[":  # one JSON array, not lines
+                yield from self._array(chunk, tombstones)
+                return
             loads = loads_for(chunk)
             lines = chunk.split(b"\n")
             if lines[-1] == b"":
@@ -305,6 +309,39 @@ class JsonlReader(RowReader):
                         self.bad_record(err)
                         continue
                 yield row
+
+    def _array(self, head: bytes, tombstones: bool) -> Iterator[Row | None]:
+        """The elements of a JSON array file, each a record at the line where it starts."""
+        from cdc.formats.json_array import Elements, Prefixed
+
+        elements = Elements(Prefixed(head, self._stream))  # type: ignore[arg-type]
+        it = iter(elements)
+        self._elements = 0
+        while True:
+            try:
+                text, line = next(it)
+            except StopIteration:
+                return
+            except InputError as err:
+                self.line = elements.line
+                self._lines, self._first = [b""], self.line
+                self.bad_record(err)
+                return
+            self.line = line
+            self._lines, self._first = [text], line
+            self._elements += 1
+            try:
+                row = loads(text)
+            except ValueError:
+                self.bad_record(InputError(bad_line_message(text)))
+                continue
+            if type(row) is not dict:
+                if row is None and tombstones:
+                    yield None
+                    continue
+                self.bad_record(InputError(not_an_object_message(row, text)))
+                continue
+            yield row
 
     def _schema_line(self, row: Row) -> Any:
         """The stream's schema line: not a record; its types convert the rows' values."""

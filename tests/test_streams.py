@@ -420,3 +420,69 @@ def test_header_names_rename_a_header(tmp_path: Path) -> None:
     assert parse_jsonl(done.stdout) == [{"id": "1", "v": "a"}]
     done = run_cdc(["materialize", src, "--header-names", "op,id"])
     assert done.returncode == 3 and "the header has 3 columns" in done.stderr.decode()
+
+
+# -- JSON array files ---------------------------------------------------------------------------------
+
+
+def test_a_json_array_of_real_events_decodes_as_their_json_lines(tmp_path: Path) -> None:
+    events = [
+        json.loads(line)
+        for line in gzip.decompress((REAL / "mariadb" / "events.jsonl.gz").read_bytes()).split(b"\n")
+        if line.strip()
+    ]
+    lines = tmp_path / "events.jsonl"
+    lines.write_text("".join(json.dumps(e) + "\n" for e in events))
+    pretty = tmp_path / "events.json"
+    pretty.write_text(json.dumps(events, indent=2))
+    compact = tmp_path / "compact.json"
+    compact.write_text(json.dumps(events))
+    want = run_cdc(["decode", lines, "--on-truncate", "delete", "--stats"])
+    for path in (pretty, compact):
+        got = run_cdc(["decode", path, "--on-truncate", "delete", "--stats"])
+        assert got.returncode == 0, got.stderr.decode()
+        assert got.stdout == want.stdout
+        assert got.stderr.decode().replace(str(path), "") == want.stderr.decode().replace(str(lines), "")
+    piped = run_cdc(["decode", "--on-truncate", "delete"], stdin=pretty.read_bytes())
+    assert piped.stdout == want.stdout
+
+
+def test_json_array_records_are_placed_at_their_lines(tmp_path: Path) -> None:
+    src = tmp_path / "c.json"
+    src.write_text('[\n  {"op": "+I", "id": 1},\n  {"op": "+I",\n   "id": 2},\n  7,\n  {"op": "-D", "id": 9}\n]\n')
+    done = run_cdc(["materialize", src, "--key", "id", "--on-error", "skip", "--rejects", tmp_path / "r.jsonl"])
+    assert done.returncode == 0, done.stderr.decode()
+    assert parse_jsonl(done.stdout) == [{"id": 1}, {"id": 2}]
+    assert [(r["line"], r["raw"]) for r in parse_jsonl((tmp_path / "r.jsonl").read_bytes())] == [(5, "7")]
+    strict = run_cdc(
+        ["materialize", src, "--key", "id", "--strict", "--on-error", "skip", "--rejects", tmp_path / "s.jsonl"]
+    )
+    assert strict.returncode == 0, strict.stderr.decode()
+    rejected = parse_jsonl((tmp_path / "s.jsonl").read_bytes())
+    assert [(r["line"], r["error"].split(" (")[0]) for r in rejected] == [
+        (5, "expected a JSON object, found int: 7"),
+        (6, "-D of a key that does not exist"),
+    ]
+
+
+def test_a_large_json_array_streams_across_chunks(tmp_path: Path) -> None:
+    rows = [
+        {"op": "+I", "id": i, "text": 'br[ack]{e}ts, "quotes" and \\ back\\\\slashes ' + "x" * (i % 300)}
+        for i in range(20000)
+    ]
+    lines = tmp_path / "c.jsonl"
+    lines.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    array = tmp_path / "c.json"
+    array.write_text(json.dumps(rows, indent=1))
+    assert array.stat().st_size > 3 << 20  # several of the reader's 1 MB chunks
+    want = run_cdc(["to-changelog", lines])
+    got = run_cdc(["to-changelog", array])
+    assert got.returncode == 0, got.stderr.decode()
+    assert got.stdout == want.stdout
+
+
+def test_a_truncated_json_array_is_an_error_at_its_end(tmp_path: Path) -> None:
+    src = tmp_path / "c.json"
+    src.write_text('[\n {"op": "+I", "id": 1},\n {"op": "+I", "id": 2}\n')
+    done = run_cdc(["materialize", src])
+    assert done.returncode == 3 and "never closed" in done.stderr.decode()
