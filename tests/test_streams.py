@@ -486,3 +486,17 @@ def test_a_truncated_json_array_is_an_error_at_its_end(tmp_path: Path) -> None:
     src.write_text('[\n {"op": "+I", "id": 1},\n {"op": "+I", "id": 2}\n')
     done = run_cdc(["materialize", src])
     assert done.returncode == 3 and "never closed" in done.stderr.decode()
+
+
+@pytest.mark.parametrize("path", ["rows", None])
+def test_a_stream_that_gains_a_column_writes_parquet_with_it(tmp_path: Path, path: str | None) -> None:
+    import pyarrow.parquet as pq
+
+    src = write(tmp_path / "c.jsonl", [{"op": "+I", "id": 1, "name": "a"}, {"op": "+I", "id": 3, "name": "c", "n": 7}])
+    out = tmp_path / "x.parquet"
+    done = run_cdc(["to-changelog", src, "-o", out], env={"CDC_PATH": path} if path else None)
+    assert done.returncode == 0, done.stderr.decode()
+    assert pq.read_table(out).to_pylist() == [
+        {"op": "INSERT", "id": 1, "name": "a", "n": None},
+        {"op": "INSERT", "id": 3, "name": "c", "n": 7},
+    ]
