@@ -153,7 +153,7 @@ def wanted(to_stdout: bool) -> bool:
     return reader_is_cdc()
 
 
-def reader_is_cdc(fd: int = 1, wait: float = 0.5) -> bool:
+def reader_is_cdc(fd: int = 1, wait: float = 0.2) -> bool:
     """Whether the pipe on ``fd`` is read by a ``cdc`` process (Linux ``/proc``; elsewhere no).
     A reader still a shell (forked, not yet exec'd) is looked at again for up to ``wait`` s."""
     import time
