@@ -253,7 +253,3 @@ def line_chunks(
         finally:
             if path != STDIO:
                 stream.close()
-
-
-def is_stdin(path: str) -> bool:
-    return path == STDIO
