@@ -233,6 +233,8 @@ def _one_time() -> Any:
     import datetime as dt
     from unittest import mock
 
+    import pyarrow  # noqa: F401 - loaded before datetime is patched: it keeps the real type
+
     class Frozen(dt.datetime):
         @classmethod
         def now(cls, tz: Any = None) -> Any:
@@ -349,3 +351,34 @@ def test_the_row_path_declares_every_field_of_every_command() -> None:
     for spec_type in BASE:
         command: Command | None = rows.COMMANDS.get(spec_type)
         assert command is not None and command.fields is EVERY and command.job is EVERY
+
+
+# -- the hand-over to the row path's rules: one mechanism, always shown --------------------------
+
+
+@pytest.mark.parametrize(("fmt", "fast"), [("jsonl", "keyed-kernel"), ("parquet", "arrow-state")])
+def test_a_hand_over_shows_in_the_result_and_with_verbose(tmp_path: Path, fmt: str, fast: str) -> None:
+    from helpers import invoke
+
+    from cdc.engine.api import materialize
+
+    rows = [{"op": "+I", "id": 1, "v": "a"}, {"op": "+I", "id": 1, "v": "b"}, {"op": "+I", "id": 2, "v": "c"}]
+    source = tmp_path / f"in.{fmt}"
+    if fmt == "parquet":
+        write_parquet(source, rows)
+    else:
+        source.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    clean = tmp_path / f"clean.{fmt}"
+    if fmt == "parquet":
+        write_parquet(clean, rows[:1])
+    else:
+        clean.write_bytes(orjson.dumps(rows[0]) + b"\n")
+    assert materialize(str(clean), key="id").path == fast  # no finding: the fast path to the end
+    result = materialize(str(source), key="id")  # an insert of an existing key: a finding
+    assert result.path == f"{fast}→rows" and result.handover and "finding" in result.handover
+    assert [r["v"] for r in result.rows or []] == ["b", "c"]
+    shown = invoke(["materialize", "--key", "id", str(source), "--verbose", "-o", str(tmp_path / f"out.{fmt}")])
+    assert shown.exit_code == 0
+    assert f"path {fast}→rows (handed over: " in shown.stderr
+    quiet = invoke(["materialize", "--key", "id", str(source), "-o", str(tmp_path / f"quiet.{fmt}")])
+    assert "path " not in quiet.stderr
