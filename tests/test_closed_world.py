@@ -160,7 +160,10 @@ def _rows(spec: Any) -> list[dict[str, Any]]:
     if isinstance(spec, DecodeSpec):
         return _events(spec)
     out = []
-    for change in CHANGES:
+    changes = CHANGES
+    if isinstance(spec, FromChangelogSpec):  # a change feed's commit: its post-image first
+        changes = [*CHANGES[:-2], CHANGES[-1], CHANGES[-2]]
+    for change in changes:
         row = {k: v for k, v in change.items() if k != "op"}
         if isinstance(spec, FromChangelogSpec):
             code = FROM_CODES[change["op"]]
