@@ -31,6 +31,7 @@ from cdc.core.aggregate import AggregateQuery
 from cdc.core.errors import UsageError
 from cdc.core.kinds import RowKind
 from cdc.core.mapping import DEFAULT_FROM_MAPPING, DEFAULT_TO_MAPPING
+from cdc.core.model import OnError
 from cdc.core.specs import (
     EVENTS,
     PLAIN,
@@ -45,11 +46,12 @@ from cdc.core.specs import (
     ToChangelogSpec,
 )
 from cdc.core.state import Policy
-from cdc.engine.commands import EVERY, Command, implements
+from cdc.engine.commands import EVERY, JOB_OPTIONS, Command, implements
 from cdc.engine.inputs import resolve
 from cdc.engine.job import Job
 from cdc.engine.plan import PATHS, choose
 from cdc.engine.plan import Path as EnginePath
+from cdc.engine.sinks import ListSink
 
 # Each command's spec with its required fields, and the fields each field needs to be set with.
 BASE: dict[type, Callable[..., Any]] = {
@@ -214,13 +216,17 @@ FORMATS = {
 WRITES_EVENTS = (EncodeSpec,)
 
 
-def _job(tmp: Path, path: str, spec: Any) -> tuple[Job, Path]:
+def _job(tmp: Path, path: str, spec: Any, bad: bool = False) -> tuple[Job, Path]:
+    """A job of ``spec`` on inputs ``path`` reads; ``bad``: with a bad record in them."""
     fmt, suffix = FORMATS[path]
     if spec.reads == EVENTS:
         fmt = "jsonl"  # change events are JSON lines
     if isinstance(spec, WRITES_EVENTS):
         suffix = ".jsonl"
     rows = _rows(spec)
+    if bad:  # a record whose kind, op code or event type is none: set aside or failed on
+        marker = next(iter(rows[1]))
+        rows.insert(2, {**rows[1], marker: "bogus"})
     source = tmp / f"in.{fmt}"
     if fmt == "parquet":
         write_parquet(source, rows)
@@ -302,6 +308,63 @@ def _same_as_rows(job: Job, path_name: str, out: Path) -> None:
     reference = _outcome(job, "rows", out, None)
     assert reference[0] != "error", reference  # a case that runs: not two paths failing alike
     assert _outcome(job, path_name, out, None) == reference, path_name
+
+
+# The job's options a path must declare to be given them (``commands.JOB_OPTIONS``).
+OPTIONS: dict[str, Callable[[Path], dict[str, Any]]] = {
+    "columns": lambda tmp: {"columns": ("v", "id")},
+    "on_error": lambda tmp: {"on_error": OnError.skip},
+    "rejects": lambda tmp: {"on_error": OnError.skip, "rejects": str(tmp / "rejects.jsonl")},
+    "sink": lambda tmp: {"sink": ListSink()},
+    "rows": lambda tmp: {"rows": [{"op": "+I", "id": 1, "v": "a"}]},
+}
+
+
+def _option_cases() -> list[tuple[str, type, str]]:
+    return [
+        (path, spec_type, option)
+        for path in FORMATS
+        for spec_type in BASE
+        if spec_type in PATHS[path]().commands
+        for option in OPTIONS
+    ]
+
+
+def test_every_job_option_has_a_case() -> None:
+    assert set(OPTIONS) == set(JOB_OPTIONS)
+
+
+@pytest.mark.parametrize(("path_name", "spec_type", "option"), _option_cases())
+def test_a_job_option_runs_where_it_is_honoured(tmp_path: Path, path_name: str, spec_type: type, option: str) -> None:
+    path = PATHS[path_name]()
+    command = path.commands[spec_type]
+    spec = BASE[spec_type](**WITH.get((path_name, spec_type), {}))
+    values = OPTIONS[option](tmp_path)
+    job, out = _job(tmp_path, path_name, spec, bad="on_error" in values)
+    job = job.with_(**values)
+    resolved = resolve(job)
+    if command.job is not EVERY and option not in command.job:
+        assert not path.accepts(resolved), f"{path_name} takes the job option {option}, which it does not declare"
+        assert choose(resolved).name != path_name
+        return
+    if path.declines(resolved) is not None:  # declared, but not for this job's formats or values
+        assert choose(resolved).name != path_name
+        return
+    if option == "sink":
+        assert _collected(job, path_name) == _collected(job, "rows")
+        return
+    rejects = Path(values["rejects"]) if "rejects" in values else None
+    reference = _outcome(job, "rows", out, rejects, raw=True)
+    assert reference[0] != "error", reference
+    assert _outcome(job, path_name, out, rejects, raw=True) == reference, path_name
+
+
+def _collected(job: Job, path_name: str) -> tuple[Any, ...]:
+    from cdc.engine.run import run_job
+
+    sink = ListSink()
+    result = run_job(job.with_(sink=sink), path=path_name)
+    return sink.rows, dict(result.counts.by_kind), result.read
 
 
 # -- the test of the test ----------------------------------------------------------------------
