@@ -362,14 +362,6 @@ int put_row(Out *o, const char *first, Py_ssize_t first_len, const Members *ms, 
     return out_put(o, "}\n", 2);
 }
 
-/* A whole line as one object: its members, or 0 when the line is to be declined. */
-int line_object(ptr p, ptr end, Members *ms) {
-    p = ws(p, end);
-    if (p >= end || *p != '{') return 0;
-    if (!(p = members_of(p, end, ms))) return 0;
-    return ws(p, end) == end;
-}
-
 /* ---------------------------------------------------------------- member names -------- */
 
 /* A total order of names (length, then bytes) for the sorted fallback. */
@@ -451,41 +443,11 @@ static int index_has(NameIndex *ix, const Member *name) {
 }
 
 /* Whether names repeat, found with an index (out of line: its frame is large). */
-static Py_NO_INLINE int has_repeated_names_indexed(const Members *ms) {
+int has_repeated_names_indexed(const Members *ms) {
     NameIndex ix;
     return index_names(&ix, ms);
 }
 
-/* orjson keeps the last of repeated keys; such a row goes the general way. Up to 8 names are
- * compared pair by pair (fastest for the usual row: at most 3.5 comparisons per name, whatever
- * the names); more are indexed, so the time stays linear in the names' bytes. */
-int has_repeated_keys(const Members *ms) {
-    if (ms->n <= 8) {
-        for (int i = 1; i < ms->n; i++)
-            for (int j = 0; j < i; j++)
-                if (span_is(ms->m[i].key, ms->m[i].key_end, (const char *)ms->m[j].key, ms->m[j].key_end - ms->m[j].key))
-                    return 1;
-        return 0;
-    }
-    return has_repeated_names_indexed(ms);
-}
-
-/* The index of the member whose key is `key` (quotes included), -1 if none, -2 if several. */
-int find_key(const Members *ms, const char *key, Py_ssize_t n) {
-    int found = -1;
-    for (int i = 0; i < ms->n; i++)
-        if (span_is(ms->m[i].key, ms->m[i].key_end, key, n)) {
-            if (found >= 0) return -2;
-            found = i;
-        }
-    return found;
-}
-
-/* A whole line as one object of distinct unescaped names (what every entry point reads): its
- * members, or 0 when the line is to be declined. */
-int plain_line(ptr p, ptr end, Members *ms) {
-    return line_object(p, end, ms) && !any_key_escaped(ms) && !has_repeated_keys(ms);
-}
 
 /* Every key of `after` is a key of `before` (a complete before image); both hold distinct names.
  * In the same column order each is found at once; otherwise before's names are indexed. */
