@@ -244,11 +244,14 @@ def input_of_output_row(job: Job, number: int) -> Location | None:
         return None
     again = Session(job.with_(on_error=OnError.skip, rejects=None), None)  # bad records went by the first time
     result = Result()
-    reader = open_rows(job, again.reject, None, result.counts)
+    opened: list[RowReader] = []
+    steps = steps_for(job.spec, result, lambda: opened[0].location())
+    reader = open_rows(job, again.reject, None, result.counts, _findings_of(result))
+    opened.append(reader)
     again.where = reader.location
     made = 0
     try:
-        for _ in transformed(reader, steps_for(job.spec, result, reader.location), again):
+        for _ in transformed(reader, steps, again):
             made += 1
             if made == number:
                 where = reader.location()
@@ -260,11 +263,22 @@ def input_of_output_row(job: Job, number: int) -> Location | None:
     return None
 
 
+def _findings_of(result: Result) -> Any:
+    """The command's findings (its state's), which a Debezium decoder reports into as well."""
+    detail = result.detail
+    findings = getattr(detail, "findings", None)
+    if findings is None and detail is not None and hasattr(detail, "state"):
+        findings = getattr(detail.state, "findings", None)
+    return findings
+
+
 def run(job: Job, current: Session) -> Result:
     result = Result(path="rows")
-    reader = open_rows(job, current.reject, current.on_bytes, result.counts)
+    opened: list[RowReader] = []
+    steps = steps_for(job.spec, result, lambda: opened[0].location())
+    reader = open_rows(job, current.reject, current.on_bytes, result.counts, _findings_of(result))
+    opened.append(reader)
     current.where = reader.location
-    steps = steps_for(job.spec, result, reader.location)
     if job.out_format not in SHAPED:
         steps.examples = None  # its output shows no columns without rows
     rows = transformed(reader, steps, current)
