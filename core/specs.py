@@ -200,6 +200,12 @@ class AggregateSpec:
             raise UsageError("--input-mode upsert needs --key: each row upserts its key")
         if self.delete_when is not None and self.input_mode != "upsert":
             raise UsageError("--delete-when goes with --input-mode upsert")
+        named = [*self.query.group_by, *(a.name for a in self.query.aggs)]
+        if self.kind_column in named:
+            raise UsageError(
+                f"output column {self.kind_column!r} collides with the kind column",
+                hint="rename the kind column with --kind-column NAME",
+            )
 
     @property
     def reads(self) -> str:

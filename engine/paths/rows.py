@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from itertools import chain
 from typing import Any
 
-from cdc.core.convert import FromChangelogRow, ToChangelogRow, split_change
+from cdc.core.convert import FromChangelogRow, ToChangelogRow, kind_collision, split_change
 from cdc.core.errors import CdcError, InputError, Location
 from cdc.core.model import OnError, Row
 from cdc.core.profile import Profile
@@ -158,7 +158,11 @@ def _replay(spec: ReplaySpec, result: Result) -> Steps:
         result.counts.by_kind.update(kind for kind, _ in changes)
         return [{kc: kind, **image} for kind, image in changes]
 
+    plain = spec.input_mode != "changelog"
+
     def step(row: Row) -> list[Row]:
+        if plain and kc in row:  # a data column (an audit table's op) is never the row kind
+            raise kind_collision(kc)
         kind, image = change_of(row)
         return with_kinds(replayer.step(kind, image))
 
