@@ -365,7 +365,8 @@ class DebeziumDecoder:
             self._finding(
                 PLACEHOLDER_KEPT,
                 f"column {column!r} of this {what} holds Debezium's unavailable-value placeholder "
-                f"({self.placeholder.text!r}): its value was not sent and is kept as the placeholder",
+                f"({self.placeholder.text!r}): its value was not sent and is kept as the placeholder "
+                "(--key rebuilds it from the last row seen)",
             )
 
     def _snapshot_read(self, after: Row, payload: Row) -> list[tuple[str, Row]] | None:
@@ -382,19 +383,27 @@ class DebeziumDecoder:
                 return []
             return [("-U", stored), ("+U", after)]
         multiset = live.multiset
-        if multiset is None or not self.streaming:
+        source = payload.get("source")
+        snapshot = source.get("snapshot") if isinstance(source, dict) else None
+        if multiset is None or (snapshot != "incremental" and not self.streaming):
             return None
         from cdc.core.rowstore import row_identity
 
-        if row_identity(after) not in multiset.rows:
-            return None
-        snapshot = payload.get("source", {}).get("snapshot") if isinstance(payload.get("source"), dict) else None
+        if row_identity(after) in multiset.rows:
+            self._finding(
+                SNAPSHOT_REREAD,
+                f"a snapshot read (source.snapshot={snapshot!r}) of a row already in the table: not added twice "
+                "(--key reads a re-read as an update of its key)",
+                hint="give --key COLS to read a re-read as an update of its key",
+            )
+            return []
         self._finding(
             SNAPSHOT_REREAD,
-            f"a snapshot read (source.snapshot={snapshot!r}) of a row already in the table: not added twice",
+            f"a snapshot read (source.snapshot={snapshot!r}) during streaming: if it re-reads a row changed "
+            "since, that row is now in the table twice (--key reads a re-read as an update of its key)",
             hint="give --key COLS to read a re-read as an update of its key",
         )
-        return []
+        return None
 
     def _key_change(self, payload: Row) -> bool:
         deleted = self._deleted
@@ -408,9 +417,12 @@ class DebeziumDecoder:
         tracking = self.tracking
         placeholder = self.placeholder.text
         rows = []
+        retracted: Row | None = None  # the -U image of the update, whose values the +U did not change
         for kind, image in images:
             if (kind == "+U" or fill) and placeholder in image.values():
-                image = self._complete_after(image, payload)
+                image = self._complete_after(image, payload, retracted)
+            if kind == "-U":
+                retracted = image
             if kc in image:
                 raise InputError(
                     f"column {kc!r} collides with the kind column",
@@ -427,15 +439,19 @@ class DebeziumDecoder:
             self._deleted = (_transaction_of(payload), images[0][1]) if images[0][0] == "-D" else None
         return rows
 
-    def _complete_after(self, image: Row, payload: Row) -> Row:
-        """TOAST: an unchanged value Debezium could not read comes from state, never out. A
-        primary-key change is a d of the old key and a c of the new one in the same transaction:
-        the c's placeholders come from the row that d removed."""
+    def _complete_after(self, image: Row, payload: Row, before: Row | None = None) -> Row:
+        """TOAST: an unchanged value Debezium could not read comes from the update's own before
+        image (REPLICA IDENTITY FULL) or from state, never out. A primary-key change is a d of the
+        old key and a c of the new one in the same transaction: the c's placeholders come from the
+        row that d removed."""
         live = self.live
+        text = self.placeholder.text
+        if before is not None and text not in before.values() and before.keys() >= image.keys():
+            return live.complete_after(image, before=before)
         deleted = self._deleted
         fallback = deleted[1] if deleted is not None and deleted[0] == _transaction_of(payload) else None
         if live.keyed is None:
-            self._placeholder_kept([c for c, v in image.items() if v == self.placeholder.text], "UPDATE")
+            self._placeholder_kept([c for c, v in image.items() if v == text], "UPDATE")
             return image
         return live.complete_after(image, fallback=fallback)
 
@@ -459,24 +475,31 @@ class DebeziumDecoder:
         deleted = op == "d" or str(payload.get("__deleted")).lower() == "true"
         image = {c: v for c, v in payload.items() if not c.startswith("__")}
         # The placeholder is one in a delete's image and an update's; without __op, a row of a
-        # live key is an update.
-        if deleted or op == "u" or (op is None and live.stored(image) is not None):
+        # live key is an update. A c right after a delete (of its transaction, where the rows say)
+        # is a key change, whose unchanged values are placeholders too.
+        key_change = (
+            op == "c"
+            and self._deleted is not None
+            and _flat_transaction(payload) == _flat_transaction(self._deleted[0] or {})
+        )
+        if deleted or op == "u" or key_change or (op is None and live.stored(image) is not None):
             image = self.placeholder.marked(image)
         if schema is not None and not self.options.raw_values:
             image = _apply(self._converters_for(schema), image, self.placeholder.text)
         stored = live.stored(image)
         if deleted:
             self.streaming = True
-            if stored is None:
-                return self._emit([("-D", live.complete_before(image, None, "DELETE"))], payload, schema)
-            return self._emit([("-D", stored)], payload, schema)
+            gone = stored if stored is not None else live.complete_before(image, None, "DELETE")
+            rows = self._emit([("-D", gone)], payload, schema)
+            self._deleted = (payload, gone)
+            return rows
         if op == "r" and stored is not None and _same(stored, image):
             self.counts.notes["snapshot re-reads unchanged"] += 1
             return []
         if op != "r":
             self.streaming = True
         if self.placeholder.text in image.values():
-            fallback = self._deleted[1] if self._deleted is not None else None
+            fallback = self._deleted[1] if self._deleted is not None and key_change else None
             if stored is None and fallback is None:
                 held = [c for c, v in image.items() if v == self.placeholder.text]
                 raise InputError(
@@ -596,6 +619,12 @@ def _not_a_change(payload: Row, schema: Any) -> str | None:
 
 
 FLAT_FIELDS = ("__op", "__deleted")
+FLAT_TRANSACTION = ("__source_txId", "__txId", "__id", "__source_gtid", "__source_file")
+
+
+def _flat_transaction(payload: Row) -> Any:
+    """What names a flattened row's transaction, where the transform added it (else nothing)."""
+    return next((payload[f] for f in FLAT_TRANSACTION if f in payload), None)
 
 
 def _flattened(payload: Row) -> bool:
