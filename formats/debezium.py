@@ -129,7 +129,9 @@ class DebeziumDecoder:
     command that keeps one; else they are counted in the notes (and fail under ``policy`` fail).
     """
 
-    def __init__(self, options: DecodeSpec | None = None, counts: Counts | None = None, findings: Findings | None = None):
+    def __init__(
+        self, options: DecodeSpec | None = None, counts: Counts | None = None, findings: Findings | None = None
+    ):
         self.options = opts = options or DecodeSpec()
         self.metadata = parse_metadata(opts.metadata)
         self.counts = counts if counts is not None else Counts()

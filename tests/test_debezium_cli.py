@@ -49,7 +49,9 @@ def test_schema_include_true_requires_the_envelope() -> None:
 def test_events_without_op_are_not_change_events() -> None:
     # A schema-change record is recognised and counted (tests/test_debezium_forms.py has them all);
     # a record that is nothing Debezium writes is an error that says what it lacks.
-    code, rows, err = decode(lines({"ts_ms": 1, "databaseName": "inventory", "ddl": "CREATE TABLE t (id INT)"}), "--stats")
+    code, rows, err = decode(
+        lines({"ts_ms": 1, "databaseName": "inventory", "ddl": "CREATE TABLE t (id INT)"}), "--stats"
+    )
     assert code == 0 and rows == [] and "schema changes 1" in err
     code, _, err = decode(lines({"id": 1, "name": "x"}))
     assert code == 3 and "no 'op' field" in err

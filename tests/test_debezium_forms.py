@@ -112,10 +112,17 @@ def test_materialize_without_a_key_counts_the_placeholder_findings() -> None:
 
 def test_a_custom_placeholder_and_hex_binary_handling() -> None:
     code, out, err = cdc(
-        "debezium-decode", FORMS / "toast-custom-placeholder-hex.jsonl", "--key", "id", "--unavailable-placeholder", "<unchanged>"
+        "debezium-decode",
+        FORMS / "toast-custom-placeholder-hex.jsonl",
+        "--key",
+        "id",
+        "--unavailable-placeholder",
+        "<unchanged>",
     )
     assert code == 0, err
-    assert table([{k: v for k, v in parse_jsonl(out)[-1].items() if k != "op"}]) == expected("toast-custom-placeholder-hex")
+    assert table([{k: v for k, v in parse_jsonl(out)[-1].items() if k != "op"}]) == expected(
+        "toast-custom-placeholder-hex"
+    )
     code, _, err = cdc("debezium-decode", FORMS / "toast-custom-placeholder-hex.jsonl", "--key", "id", "--strict")
     assert code == 0  # not told the placeholder: the text is data (the database may hold it)
 
@@ -165,7 +172,9 @@ def test_parquet_refuses_what_a_date_or_time_column_cannot_hold(tmp_path: Path, 
     code, _, err = cdc("debezium-decode", FORMS / f"{case}.jsonl", "-o", out)
     assert code == 3 and not out.exists()
     named = ("'infinity'", "'24:00:00'", "'838:59:59'", "'-838:59:59'")
-    assert any(n in err for n in named) and "no Parquet date" in err and "-f jsonl" in err and "--raw-values" in err, err
+    assert any(n in err for n in named) and "no Parquet date" in err and "-f jsonl" in err and "--raw-values" in err, (
+        err
+    )
     code, _, err = cdc("debezium-decode", FORMS / f"{case}.jsonl", "--raw-values", "-o", out)
     assert code == 0, err  # Debezium's numbers, kept
 
@@ -184,7 +193,15 @@ def test_a_snapshot_reread_of_a_live_key_is_an_update_or_nothing() -> None:
     code, out, err = cdc("inspect", "-i", "debezium", FORMS / "incremental-snapshot.jsonl", "--key", "id", "--json")
     assert code == 0 and json.loads(out)["consistency"]["inconsistent_changes"] == 0
     code, out, err = cdc(
-        "aggregate", "-i", "debezium", FORMS / "incremental-snapshot.jsonl", "--key", "id", "--agg", "n=COUNT(*)", "--strict"
+        "aggregate",
+        "-i",
+        "debezium",
+        FORMS / "incremental-snapshot.jsonl",
+        "--key",
+        "id",
+        "--agg",
+        "n=COUNT(*)",
+        "--strict",
     )
     assert code == 0 and parse_jsonl(out)[-1]["n"] == 2, err  # each live row counted once
 
@@ -234,7 +251,15 @@ def test_flattened_rows_are_upserts_of_their_key_with_placeholders_rebuilt(case:
     assert code == 0, err
     changes = parse_jsonl(out)
     assert [(r["op"], r["id"]) for r in changes] == [
-        ("+I", 1), ("+I", 2), ("-U", 1), ("+U", 1), ("-D", 2), ("-D", 1), ("+I", 10), ("-U", 10), ("+U", 10)
+        ("+I", 1),
+        ("+I", 2),
+        ("-U", 1),
+        ("+U", 1),
+        ("-D", 2),
+        ("-D", 1),
+        ("+I", 10),
+        ("-U", 10),
+        ("+U", 10),
     ]
     assert all(not any(k.startswith("__") for k in r) and P not in r.values() for r in changes)
     code, out, err = cdc("materialize", "--key", "id", "--strict", stdin=out)
@@ -350,13 +375,20 @@ COMBINATIONS = [
 
 
 @pytest.mark.parametrize(("handling", "fmt", "schemas"), COMBINATIONS)
-def test_every_decimal_setting_decodes_to_the_same_values(tmp_path: Path, handling: str, fmt: str, schemas: bool) -> None:
+def test_every_decimal_setting_decodes_to_the_same_values(
+    tmp_path: Path, handling: str, fmt: str, schemas: bool
+) -> None:
     values = ["12.50", "-0.05", "99999999.99", "0.00"]
     src = tmp_path / "e.jsonl"
     with src.open("w") as f:
         for value in values:
             event = _decimal_event(handling, fmt, schemas, value, "12.50")
-            f.write(json.dumps(event, default=lambda x: float(x) if handling != "precise" else _num(x)).replace('"#', "").replace('#"', "") + "\n")
+            f.write(
+                json.dumps(event, default=lambda x: float(x) if handling != "precise" else _num(x))
+                .replace('"#', "")
+                .replace('#"', "")
+                + "\n"
+            )
     for path in DECODE_PATHS:
         code, out, err = cdc("debezium-decode", src, path=path)
         assert code == 0, (path, err)

@@ -51,20 +51,18 @@ class Placeholder:
         # What a JSON line holding one of the forms surely contains (the kernel leaves such lines
         # to the general way): the text, its base64 and hex, its first bytes as integers.
         self.markers = tuple(
-            m.encode()
-            for m in {text, b64.rstrip("="), url.rstrip("="), raw.hex(), raw.hex().upper()}
-            if len(m) >= 8
+            m.encode() for m in {text, b64.rstrip("="), url.rstrip("="), raw.hex(), raw.hex().upper()} if len(m) >= 8
         )
         self.integer_marker = ",".join(map(str, integers[:6])).encode() if len(integers) >= 6 else None
 
     def matches(self, value: Any) -> bool:
         kind = type(value)
         if kind is str:
-            return value in self.scalars
+            return bool(value in self.scalars)
         if kind is list:
-            return bool(value) and value in self.lists
+            return bool(value) and bool(value in self.lists)
         if kind is dict:
-            return value == self.map
+            return bool(value == self.map)
         return False
 
     def columns(self, image: Any) -> list[str]:

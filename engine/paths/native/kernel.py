@@ -197,8 +197,8 @@ def _placeholder_markers() -> tuple[bytes, ...]:
         from cdc.core.envelopes.unavailable import Placeholder
 
         found = Placeholder()
-        integers = found.integer_marker
-        _PLACEHOLDER = (*found.markers, integers, integers.replace(b",", b", "))
+        integers = found.integer_marker or b""
+        _PLACEHOLDER = (*found.markers, integers, integers.replace(b",", b", ")) if integers else found.markers
     return _PLACEHOLDER  # type: ignore[no-any-return]
 
 
