@@ -891,7 +891,13 @@ def test_a_placeholder_form_the_kernel_does_not_know_goes_the_general_way(tmp_pa
     import base64
 
     p = "__debezium_unavailable_value"
-    forms = [base64.b64encode(p.encode()).decode(), list(p.encode()), json.dumps({p: p}, separators=(",", ":")), [p], {p: p}]
+    forms = [
+        base64.b64encode(p.encode()).decode(),
+        list(p.encode()),
+        json.dumps({p: p}, separators=(",", ":")),
+        [p],
+        {p: p},
+    ]
     events = []
     for i, form in enumerate(forms * 3):
         events.append({"before": None, "after": {"id": i, "v": form}, "op": "c"})
