@@ -202,16 +202,14 @@ def events_spec(spec: Any, envelope: str) -> DecodeSpec:
     """How a command that reads changelog rows decodes envelope inputs (``-i debezium``): the
     command's key rebuilds partial before images too (REPLICA IDENTITY DEFAULT); a command that
     keeps state keeps the live rows (a snapshot re-read of a live row is found), under its policy."""
-    from cdc.core.specs import CopySpec, ToChangelogSpec
     from cdc.core.state import Policy
 
-    stateful = not isinstance(spec, CopySpec | ToChangelogSpec)
     return DecodeSpec(
         envelope,
         spec.kind_column,
         key=getattr(spec, "key", ()),
         policy=getattr(spec, "policy", Policy.warn),
-        live_rows=stateful,
+        live_rows=not spec.stateless,
     )
 
 

@@ -77,12 +77,23 @@ def test_toast_placeholder_is_never_written() -> None:
         ev("c", after={"id": 1, "doc": "big text", "n": 1}),
         ev("u", {"id": 1, "doc": "big text", "n": 1}, {"id": 1, "doc": "__debezium_unavailable_value", "n": 2}),
     )
-    code, rows, err = decode(data)  # without a key: a warning that names the finding, counted
-    assert code == 0 and "unavailable value kept (no --key) 1" in err and "warning" in err
+    code, rows, err = decode(data)  # the update's whole before image holds the unchanged value
+    assert code == 0 and rows[-1] == {"op": "+U", "id": 1, "doc": "big text", "n": 2} and err == ""
+    data = lines(
+        ev("c", after={"id": 1, "doc": "big text", "n": 1}),
+        ev("u", {"id": 1, "doc": "big text", "n": None}, {"id": 1, "doc": "__debezium_unavailable_value", "n": 2}),
+        ev(
+            "u",
+            {"id": 1, "doc": "__debezium_unavailable_value", "n": 2},
+            {"id": 1, "doc": "__debezium_unavailable_value", "n": 3},
+        ),
+    )
+    code, rows, err = decode(data)  # without a key, and no image that holds it: a warning per column, counted
+    assert code == 0 and "unavailable value kept (no --key) 2" in err and "warning" in err
     code, _, err = decode(data, "--strict")
     assert code == 3 and "'doc'" in err and "__debezium_unavailable_value" in err and "--key" in err
     code, rows, _ = decode(data, "--key", "id")
-    assert code == 0 and rows[-1] == {"op": "+U", "id": 1, "doc": "big text", "n": 2}
+    assert code == 0 and rows[-1] == {"op": "+U", "id": 1, "doc": "big text", "n": 3}
 
 
 def test_postgres_sample_with_key_rebuilds_updates_and_deletes() -> None:
