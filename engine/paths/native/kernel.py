@@ -60,7 +60,7 @@ def _decodes(job: Any) -> bool:
     """The envelopes the kernel reads (Debezium: not with a schema in every event)."""
     spec = job.spec
     if spec.envelope == "debezium":
-        return spec.schema_include != "true"
+        return bool(spec.schema_include != "true")
     return spec.envelope in ENVELOPE_KERNELS
 
 
