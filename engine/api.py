@@ -135,12 +135,29 @@ def decode(
     raw_values: bool = False,
     on_truncate: str = "fail",
     kind_column: str = "op",
+    strict: bool = False,
+    unavailable_placeholder: str | None = None,
     **io: Unpack[IO],
 ) -> Result:
     """Change events (JSON lines: Debezium, Canal, Maxwell or OGG; ``auto`` tells them apart from
     the first record) → changelog rows, as Flink's ``*-json`` formats read them. ``metadata``:
-    ``"NAME[=COLUMN]"`` requests of the envelope's metadata (e.g. ``"source.table=tbl"``)."""
-    spec = DecodeSpec(envelope, kind_column, schema_include, raw_values, tuple(metadata), on_truncate, _names(key))
+    ``"NAME[=COLUMN]"`` requests of the envelope's metadata (e.g. ``"source.table=tbl"``).
+    ``strict``: fail at the first finding (Debezium: a stale before image, a placeholder no key
+    rebuilds); else they are counted in ``result.counts.notes``. ``unavailable_placeholder``:
+    Debezium's ``unavailable.value.placeholder`` when it is not the default."""
+    from cdc.core.state import Policy
+
+    spec = DecodeSpec(
+        envelope,
+        kind_column,
+        schema_include,
+        raw_values,
+        tuple(metadata),
+        on_truncate,
+        _names(key),
+        policy=Policy.fail if strict else Policy.warn,
+        unavailable_placeholder=unavailable_placeholder,
+    )
     return _run(spec, source, io)
 
 
