@@ -61,3 +61,34 @@ def test_kernel_table_to_parquet_in_blocks_is_the_row_paths(tmp_path: Path, monk
     assert fast == rows
     if later is None:
         assert len(fast[0]) == 19 and fast[0][0]["id"] == 0 and fast[0][-1]["id"] == 19
+
+
+@pytest.mark.parametrize("chunk", [None, 7, 100])
+@pytest.mark.parametrize("compress", [None, "gzip"])
+def test_stdin_read_ahead_gives_the_named_files_answer(
+    tmp_path: Path, monkeypatch: Any, chunk: int | None, compress: str | None
+) -> None:
+    """stdin (and a compressed input) is read and decompressed on a thread ahead of the parser,
+    in chunks cut at line ends: lines longer than a chunk, a BOM, a last line without a newline
+    and a bad line keep their answer and their line numbers."""
+    import gzip
+
+    from cdc.formats import jsonl
+
+    if chunk is not None:
+        monkeypatch.setattr(jsonl, "CHUNK_BYTES", chunk)
+    long = b'{"op":"+I","id":99,"name":"' + b"x" * 300 + b'"}\n'
+    data = b"\xef\xbb\xbf" + _changes(None) + long + b'not json\n{"op":"+I","id":7}'
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(data)
+    named = invoke(["materialize", "--key", "id", "--on-error", "skip", str(src)])
+    piped = invoke(
+        ["materialize", "--key", "id", "--on-error", "skip"], stdin=gzip.compress(data) if compress else data
+    )
+    assert named.exit_code == 0, named.stderr
+    assert (piped.exit_code, piped.stdout) == (0, named.stdout)
+    assert piped.stderr.replace("<stdin>", str(src)) == named.stderr
+    assert "x" * 300 in named.stdout and ".jsonl:37:" in named.stderr  # the bad line, by its number
+    gz = tmp_path / "in.jsonl.gz"
+    gz.write_bytes(gzip.compress(data))
+    assert invoke(["materialize", "--key", "id", "--on-error", "skip", str(gz)]).stdout == named.stdout
