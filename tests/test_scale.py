@@ -92,3 +92,89 @@ def test_stdin_read_ahead_gives_the_named_files_answer(
     gz = tmp_path / "in.jsonl.gz"
     gz.write_bytes(gzip.compress(data))
     assert invoke(["materialize", "--key", "id", "--on-error", "skip", str(gz)]).stdout == named.stdout
+
+
+SPILL_LINES = ("cdc: materialize: past --memory-limit", "cdc: materialize: spilled ", "cdc: materialize: partition ")
+
+
+def _log() -> bytes:
+    """Changes over 300 keys: updates, deletes, re-inserts (a key's new place), inconsistencies
+    (an insert of a live key, a -U unlike the row, a -D of an absent key), a bad line, a bad kind,
+    a change without its key, a blank line."""
+    rows: list[Any] = [{"op": "+I", "id": i, "v": i, "s": f"é{i}"} for i in range(300)]
+    for i in range(0, 300, 3):
+        rows += [{"op": "-U", "id": i, "v": i, "s": f"é{i}"}, {"op": "+U", "id": i, "v": i + 1000, "s": "u"}]
+    rows += [{"op": "-D", "id": i, "v": i + 1000 if i % 3 == 0 else i, "s": "u" if i % 3 == 0 else f"é{i}"}
+             for i in range(0, 300, 7)]  # fmt: skip
+    rows += [{"op": "+I", "id": i, "v": -i, "s": "again"} for i in range(0, 300, 14)]
+    rows += [{"op": "+I", "id": 5, "v": 55, "s": "dup"}, {"op": "-U", "id": 8, "v": 0, "s": "x"}]
+    rows += [{"op": "-D", "id": 9999, "v": 0}, {"op": "-U", "id": 10, "v": 10, "s": "é10"}, {"op": "+I", "id": "10"}]
+    text = [json.dumps(r, ensure_ascii=False) for r in rows]
+    text[40:40] = ["not json", '{"op": "??", "id": 1}', '{"op": "+I", "v": 1}', ""]
+    return ("\n".join(text) + "\n").encode()
+
+
+def _cli(args: list[str], stdin: bytes | None = None) -> tuple[int, str, str]:
+    result = invoke(args, stdin=stdin)
+    return result.exit_code, result.stdout, result.stderr
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "parquet", "csv"])
+@pytest.mark.parametrize("policy", [[], ["--on-error", "skip"], ["--strict"], ["--on-inconsistency", "ignore"]])
+def test_a_spilled_materialize_is_the_in_memory_one(tmp_path: Path, fmt: str, policy: list[str]) -> None:
+    """A tiny --memory-limit forces the spill: the same table in the same order, the same
+    findings at the input's lines, the same rejects, counts and exit status."""
+    src = tmp_path / "log.jsonl"
+    src.write_bytes(_log())
+    outcomes = []
+    for limit in ("64GB", "4KB"):
+        out, rejects = tmp_path / f"out.{fmt}", tmp_path / "rejects.jsonl"
+        for old in (out, rejects):
+            old.unlink(missing_ok=True)
+        extra = ["--rejects", str(rejects)] if "skip" in policy else []
+        code, _, err = _cli(["materialize", "--key", "id", str(src), "-o", str(out), "--stats", "--memory-limit", limit,
+                             "--temp-dir", str(tmp_path), *policy, *extra])  # fmt: skip
+        spilled = "past --memory-limit" in err
+        err = "\n".join(line for line in err.splitlines() if not line.startswith(SPILL_LINES))
+        table = (read_parquet(out) if fmt == "parquet" else out.read_text()) if out.exists() else None
+        outcomes.append((code, err, table, rejects.read_text() if rejects.exists() else None, spilled))
+    (memory, spill) = outcomes
+    assert not memory[-1] and spill[-1]
+    assert memory[:-1] == spill[:-1]
+    assert fmt != "jsonl" or memory[0] == (0 if "skip" in policy else 3)  # a bad line fails without skip
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith("cdc-spill")] == []  # removed
+
+
+def test_spill_keeps_first_insertion_order_and_reports_progress(tmp_path: Path) -> None:
+    src = tmp_path / "log.jsonl"
+    src.write_bytes(_log())
+    code, out, err = _cli(["materialize", "--key", "id", "--on-error", "skip", str(src), "--memory-limit", "4KB"])
+    rows = [json.loads(line) for line in out.splitlines()]
+    ids = [r["id"] for r in rows]
+    assert code == 0 and ids[:4] == [1, 2, 3, 4] and 0 not in ids[:150]  # 0 was deleted, then inserted again
+    assert ids.index(14) > ids.index(299)  # re-inserted after the others: its new place is at the end
+    assert "past --memory-limit" in err and "keys held" in err
+
+
+@pytest.mark.parametrize("compress", [False, True])
+def test_a_spill_on_stdin_is_the_named_files_answer(tmp_path: Path, compress: bool) -> None:
+    import gzip
+
+    src = tmp_path / "log.jsonl"
+    src.write_bytes(_log())
+    args = ["materialize", "--key", "id", "--on-error", "skip", "--memory-limit", "4KB"]
+    named = _cli([*args, str(src)])
+    piped = _cli(args, stdin=gzip.compress(_log()) if compress else _log())
+    assert "past --memory-limit" in piped[2]
+    assert piped[:2] == named[:2]
+    small = _cli(["materialize", "--key", "id", "--on-error", "skip", "--memory-limit", "1GB"], stdin=_log())
+    assert small[:2] == named[:2] and "past --memory-limit" not in small[2]  # under the limit: in memory
+
+
+def test_memory_limit_is_checked(tmp_path: Path) -> None:
+    src = tmp_path / "log.jsonl"
+    src.write_bytes(_log())
+    code, _, err = _cli(["materialize", "--key", "id", str(src), "--memory-limit", "lots"])
+    assert code == 2 and "--memory-limit" in err
+    code, _, err = _cli(["materialize", "--key", "id", str(src), "--temp-dir", str(tmp_path / "nope")])
+    assert code == 2 and "--temp-dir" in err

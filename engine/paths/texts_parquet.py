@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import io
 from collections import deque
-from collections.abc import Callable, MutableSequence
+from collections.abc import Callable, Iterable, Iterator, MutableSequence
 from typing import Any
 
 from cdc.engine.empty import Empty
@@ -35,11 +35,26 @@ def write_parquet(
 ) -> int:
     """Write the rows ``texts`` hold (JSON objects, compact) as Parquet; returns how many. The
     list's items are set to None as they are taken."""
-    from cdc.formats.parquet import ParquetWriter
     from cdc.formats.parquet.io import BATCH_ROWS
 
+    def blocks() -> Iterator[bytes]:
+        total = len(texts)
+        for start in range(0, total, BATCH_ROWS):
+            stop = min(start + BATCH_ROWS, total)
+            block = b"\n".join(texts[start:stop])  # type: ignore[arg-type]
+            texts[start:stop] = [None] * (stop - start)
+            yield block
+
+    return write_blocks(job, current, blocks(), empty)
+
+
+def write_blocks(job: Job, current: Session, blocks: Iterable[bytes], empty: Callable[[], Empty | None]) -> int:
+    """Write blocks of ``BATCH_ROWS`` rows (the last may be short) as Parquet, each block JSON
+    objects one a line (no final newline); returns how many rows."""
+    from cdc.formats.parquet import ParquetWriter
+
     writer = ParquetWriter(current.open_output().stream)
-    total = len(texts)
+    total = 0
     schema: Any = None
     pool: Any = None
     pending: deque[tuple[Any, bytes]] = deque()
@@ -53,10 +68,9 @@ def write_parquet(
             writer.write_table(table)
 
     try:
-        for start in range(0, total, BATCH_ROWS):
-            stop = min(start + BATCH_ROWS, total)
-            block = b"\n".join(texts[start:stop])  # type: ignore[arg-type]
-            texts[start:stop] = [None] * (stop - start)
+        for block in blocks:
+            rows = block.count(b"\n") + 1
+            total += rows
             if schema is None:
                 writer.write_rows(_rows(block))
                 schema = _parse_schema(writer.fixed_schema)
@@ -68,7 +82,7 @@ def write_parquet(
             if pool is None:
                 writer.write_rows(_rows(block))
                 continue
-            pending.append((pool.submit(_read, block, stop - start, schema), block))
+            pending.append((pool.submit(_read, block, rows, schema), block))
             while len(pending) > IN_FLIGHT:
                 drain_one()
         while pending:
