@@ -62,7 +62,8 @@ class Job:
 class Result:
     """What a run did, for ``--stats``, skip reports and the API."""
 
-    path: str = ""  # the path that ran (rows, lines, kernel-lines, arrow, keyed-kernel)
+    path: str = ""  # the path that ran (rows, lines, kernel-lines, arrow …; "arrow-state→rows" after a hand-over)
+    handover: str | None = None  # why the path handed the run over to the row path's rules
     read: int = 0  # input records, good or bad
     counts: Counts = field(default_factory=Counts)
     skipped: int = 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from cdc.engine.handover import taken
 from cdc.engine.inputs import resolve
 from cdc.engine.job import Job, Progress, Result
 from cdc.engine.plan import choose
@@ -28,4 +29,6 @@ def run_job(job: Job, progress: Progress | None = None, path: str | None = None)
 def _in_memory(job: Job, progress: Progress | None, path: str | None) -> Result:
     chosen = choose(job, path)
     with session(job, progress) as current:
-        return chosen.run(job, current)
+        result = chosen.run(job, current)
+        result.path, result.handover = taken(chosen.name, current), current.handed_over
+        return result
