@@ -63,7 +63,7 @@ def _names(value: Columns | None) -> tuple[str, ...]:
     return tuple(dict.fromkeys(p.strip() for p in parts if p.strip()))
 
 
-def _run(spec: Any, source: Source, io: IO) -> Result:
+def _run(spec: Any, source: Source, io: IO, **limits: Any) -> Result:
     output = io.get("output")
     rejects = io.get("rejects")
     sink = ListSink() if output is None else None
@@ -76,6 +76,7 @@ def _run(spec: Any, source: Source, io: IO) -> Result:
         on_error=OnError(io.get("on_error", "fail")),
         rejects=os.fspath(rejects) if rejects is not None else None,
         sink=sink,
+        **limits,
     )
     if isinstance(source, str | os.PathLike):
         job = job.with_(inputs=(os.fspath(source),))
@@ -187,12 +188,24 @@ def materialize(
     time_column: str | None = None,
     sort: bool = False,
     kind_column: str = "op",
+    memory_limit: str | int | None = None,
+    temp_dir: str | os.PathLike[str] | None = None,
     **io: Unpack[IO],
 ) -> Result:
     """Changelog rows → the table they describe; ``result.findings`` counts the changes that
-    contradicted it (under ``on_inconsistency="fail"`` the first one raises)."""
+    contradicted it (under ``on_inconsistency="fail"`` the first one raises). ``memory_limit``
+    (bytes, or ``"8GB"``, ``"40%"``; default half the machine's memory): past it the state
+    spills to ``temp_dir`` (default the system's temporary folder), as the CLI's flags say."""
+    from cdc.engine.job import memory_limit as limit_of
+
     spec = MaterializeSpec(kind_column, _names(key), Policy(on_inconsistency), dedup, as_of, time_column, sort)
-    return _run(spec, source, io)
+    return _run(
+        spec,
+        source,
+        io,
+        memory_limit=limit_of(memory_limit),
+        temp_dir=os.fspath(temp_dir) if temp_dir is not None else None,
+    )
 
 
 def replay(
