@@ -138,7 +138,7 @@ def command(
         raise UsageError(f"--expect: the expected table {expect!r} does not exist")
     if common.output_format is None and common.output == "-" and expect is None and stdout_is_terminal():
         common.output_format = "table"
-    from cdc.engine.job import memory_limit as limit_of
+    from cdc.engine.run import memory_limit as limit_of
 
     limits = {"memory_limit": limit_of(memory_limit), "temp_dir": temp_dir}
     if temp_dir is not None and not os.path.isdir(temp_dir):

@@ -196,7 +196,7 @@ def materialize(
     contradicted it (under ``on_inconsistency="fail"`` the first one raises). ``memory_limit``
     (bytes, or ``"8GB"``, ``"40%"``; default half the machine's memory): past it the state
     spills to ``temp_dir`` (default the system's temporary folder), as the CLI's flags say."""
-    from cdc.engine.job import memory_limit as limit_of
+    from cdc.engine.run import memory_limit as limit_of
 
     spec = MaterializeSpec(kind_column, _names(key), Policy(on_inconsistency), dedup, as_of, time_column, sort)
     return _run(

@@ -76,11 +76,3 @@ class Result:
         """materialize: the changes that contradicted the table (``.total``, ``.counts``,
         ``.examples``); None for commands that keep no table."""
         return getattr(self.detail, "findings", None)
-
-
-def memory_limit(text: str | int | None) -> int:
-    """``--memory-limit`` in bytes: ``8GB``, ``40%`` of the machine's memory, bytes; None: half
-    of the machine's memory."""
-    from cdc.engine.spill import default_limit, parse_size
-
-    return default_limit() if text is None else parse_size(text)

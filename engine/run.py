@@ -32,3 +32,11 @@ def _in_memory(job: Job, progress: Progress | None, path: str | None) -> Result:
         result = chosen.run(job, current)
         result.path, result.handover = taken(chosen.name, current), current.handed_over
         return result
+
+
+def memory_limit(text: str | int | None) -> int:
+    """``--memory-limit`` in bytes: ``8GB``, ``40%`` of the machine's memory, bytes; None: half
+    of the machine's memory."""
+    from cdc.engine.spill import default_limit, parse_size
+
+    return default_limit() if text is None else parse_size(text)

@@ -79,14 +79,23 @@ def parse_size(text: str | int) -> int:
     return int(size)
 
 
+def _materialize(spec: MaterializeSpec) -> bool:
+    return bool(spec.key) and not (spec.dedup or spec.sort) and spec.as_of is None
+
+
+SPILLS: dict[type, Callable[[Any], bool]] = {
+    MaterializeSpec: _materialize
+}  # the commands a spill runs, and which of their jobs
+
+
 def takes(job: Job) -> bool:
     """The jobs a spill can run (see the module)."""
-    spec = job.spec
+    from cdc.engine.commands import lookup
+
+    spec_takes = lookup(SPILLS, job.spec)
     return (
-        isinstance(spec, MaterializeSpec)
-        and bool(spec.key)
-        and not (spec.dedup or spec.sort)
-        and spec.as_of is None
+        spec_takes is not None
+        and spec_takes(job.spec)
         and job.rows is None
         and job.writes_bytes
         and bool(job.formats)
