@@ -10,9 +10,11 @@ from cdc.cli.decode import (
     Metadata,
     OnTruncate,
     OnTruncateOpt,
+    Placeholder,
     RawValues,
     SchemaInclude,
     SchemaIncludeOpt,
+    Strict,
     TableInclude,
     decode,
 )
@@ -29,6 +31,8 @@ def command(
     database_include: DatabaseInclude = None,
     table_include: TableInclude = None,
     kind_column: o.KindColumn = "op",
+    strict: Strict = False,
+    unavailable_placeholder: Placeholder = None,
 ) -> None:
     """Decode Debezium JSON change events into changelog rows, exactly as Flink's debezium-json does.
 
@@ -61,4 +65,6 @@ def command(
         Bootstrap.insert,
         kind_column,
         "debezium-decode",
+        strict,
+        unavailable_placeholder,
     )

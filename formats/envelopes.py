@@ -21,29 +21,30 @@ from cdc.core.stats import Counts
 ENVELOPES = ("debezium", "canal", "maxwell", "ogg")
 
 
-def decoder_for(spec: DecodeSpec, counts: Counts) -> Any:
+def decoder_for(spec: DecodeSpec, counts: Counts, findings: Any = None) -> Any:
     """The decoder of ``spec.envelope``; for ``auto``, one that decides at the first event. Table
     patterns (Debezium's) and the one-table rule of a stateful command wrap it (``Gated``); Kafka
-    records (kcat, console-consumer) are taken apart around it (``formats.kafka``)."""
+    records (kcat, console-consumer) are taken apart around it (``formats.kafka``). ``findings``:
+    a command's state findings, where a Debezium decoder reports what it finds."""
     from cdc.formats.kafka import KafkaDecoder, split_metadata
 
     own, kafka = split_metadata(spec.metadata)
     if kafka or spec.container != "auto" or own != spec.metadata:
-        inner = decoder_for(replace(spec, metadata=own, container="auto"), counts)
+        inner = decoder_for(replace(spec, metadata=own, container="auto"), counts, findings)
         return KafkaDecoder(inner, kafka, counts, console=spec.container == "kafka-console")
     if spec.envelope == "auto":
-        return AutoDecoder(spec, counts)
+        return AutoDecoder(spec, counts, findings)
     decoder: Any
     if spec.envelope == "debezium":
         from cdc.formats.debezium import DebeziumDecoder
 
-        decoder = DebeziumDecoder(spec, counts)
+        decoder = DebeziumDecoder(spec, counts, findings)
     else:
         choose_envelope(spec.envelope, None)  # an unknown name is a usage error
         decoder = CoreDecoder(spec, counts)
     if spec.envelope == "debezium" and (spec.database_include or spec.table_include):
         return Gated(decoder, spec, counts)
-    if not spec.stateless or spec.one_table:
+    if spec.key or spec.on_truncate == "delete" or spec.one_table:
         return Gated(decoder, spec, counts)
     return decoder
 
@@ -61,7 +62,7 @@ class Gated:
             spec.envelope,
             spec.database_include,
             spec.table_include,
-            one_table=spec.one_table or not spec.stateless,
+            one_table=spec.one_table or bool(spec.key) or spec.on_truncate == "delete",
             filter_here=spec.envelope == "debezium",
         )
         counts.tables = self.gate.tables
@@ -152,9 +153,10 @@ class AutoDecoder:
     """``--envelope auto`` where it could not be decided before reading (stdin): the first
     event that is not a tombstone names the envelope; every later one must be of it."""
 
-    def __init__(self, spec: DecodeSpec, counts: Counts):
+    def __init__(self, spec: DecodeSpec, counts: Counts, findings: Any = None):
         self.spec = spec
         self.counts = counts
+        self.findings = findings
         self.chosen: Any = None
         self.where: Any = None
 
@@ -168,7 +170,7 @@ class AutoDecoder:
                 self.counts.notes["tombstones"] += 1
                 return []
             envelope = choose_envelope("auto", event)
-            self.chosen = decoder_for(replace(self.spec, envelope=envelope), self.counts)
+            self.chosen = decoder_for(replace(self.spec, envelope=envelope), self.counts, self.findings)
             if isinstance(self.chosen, Gated) and self.where is not None:
                 self.chosen.gate.where = self.where
         rows: list[Row] = self.chosen.decode(event, raw)
