@@ -61,8 +61,8 @@ def resolve(job: Job) -> Job:
         if spec.reads == EVENTS and fmt not in ("jsonl", *ENVELOPES):
             raise UsageError(f"change events are JSON lines; {fmt} input cannot hold them")
         formats.append(fmt)
-    stream_schema = None
-    if spec.reads != EVENTS and formats and formats[0] == "jsonl":
+    stream_schema = job.stream_schema
+    if stream_schema is None and spec.reads != EVENTS and formats and formats[0] == "jsonl":
         first = first_record(job.inputs[0])
         if first is not None and is_schema_line(first[0]):
             try:
@@ -72,20 +72,16 @@ def resolve(job: Job) -> Job:
             ignored = getattr(spec, "ignore_columns", None)
             if ignored is not None:  # the stream's metadata columns are not row identity
                 spec = replace(spec, ignore_columns=tuple(dict.fromkeys([*ignored, *stream_schema.metadata])))
-    if job.csv is not None and not any(f in ("csv", "tsv") for f in formats):
-        raise UsageError(
-            "--delimiter, --quote-char, --no-header and --header-names read CSV/TSV: the input is "
-            + ", ".join(dict.fromkeys(formats)),
-            hint="name the format with -i csv",
-        )
     decide = lookup(DECIDE, spec)
     if decide is not None:
         spec, formats = decide(spec, job.inputs, formats)
-    arrays = json_arrays(job, formats)
-    container = "auto"
-    if spec.reads != EVENTS and any(f in ENVELOPES for f in formats):
+    arrays = job.arrays or json_arrays(job, formats)
+    container = job.container
+    if container == "auto" and spec.reads != EVENTS and any(f in ENVELOPES for f in formats):
         container = container_of(job.inputs[0])
-    schema_line = out_format == "jsonl" and _typed(spec, stream_schema) and wanted(job.output == STDIO)
+    schema_line = job.schema_line or (
+        out_format == "jsonl" and _typed(spec, stream_schema) and wanted(job.output == STDIO)
+    )
     return job.with_(
         spec=spec,
         formats=tuple(formats),
@@ -321,6 +317,12 @@ def open_rows(job: Job, reject: Reject, on_bytes: Any, counts: Counts, findings:
     if job.rows is not None:
         decoder = decoder_for(job.spec, counts, findings) if job.spec.reads == EVENTS else None
         return IterableReader(job.rows, reject, decoder)
+    if job.csv is not None and not any(f in ("csv", "tsv") for f in job.formats):
+        raise UsageError(
+            "--delimiter, --quote-char, --no-header and --header-names read CSV/TSV: the input is "
+            + ", ".join(dict.fromkeys(job.formats)),
+            hint="name the format with -i csv",
+        )
     readers: dict[str, Any] = {}
     if job.spec.reads == EVENTS:  # events decoded: decode
         readers = dict.fromkeys(job.formats, decoder_for(job.spec, counts, findings).reader)

@@ -53,6 +53,8 @@ from cdc.engine.job import Job
 from cdc.engine.plan import PATHS, choose
 from cdc.engine.plan import Path as EnginePath
 from cdc.engine.sinks import ListSink
+from cdc.formats.base import CsvDialect
+from cdc.formats.stream_schema import StreamSchema
 
 # Each command's spec with its required fields, and the fields each field needs to be set with.
 BASE: dict[type, Callable[..., Any]] = {
@@ -331,6 +333,12 @@ OPTIONS: dict[str, Callable[[Path], dict[str, Any]]] = {
     "rejects": lambda tmp: {"on_error": OnError.skip, "rejects": str(tmp / "rejects.jsonl")},
     "sink": lambda tmp: {"sink": ListSink()},
     "rows": lambda tmp: {"rows": [{"op": "+I", "id": 1, "v": "a"}]},
+    # read and written by the row path only: every fast path declines them
+    "stream_schema": lambda tmp: {"stream_schema": StreamSchema({"ts": "timestamp"}, ["ts"])},
+    "schema_line": lambda tmp: {"schema_line": True},
+    "container": lambda tmp: {"container": "kcat"},
+    "csv": lambda tmp: {"csv": CsvDialect(delimiter=";")},
+    "arrays": lambda tmp: {"arrays": True},
 }
 
 
