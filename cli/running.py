@@ -15,7 +15,7 @@ from cdc.engine.tables import output_kind_column
 
 
 def job_of(common: Common, spec: Any, sink: RowSink | None = None, limits: dict[str, Any] | None = None) -> Job:
-    if common.database_include is not None or common.table_include is not None:
+    if (common.database_include is not None or common.table_include is not None) and hasattr(spec, "tables"):
         from dataclasses import replace
 
         from cdc.core.specs import Tables

@@ -228,7 +228,9 @@ def materialize(
     """Changelog rows → the table they describe; ``result.findings`` counts the changes that
     contradicted it (under ``on_inconsistency="fail"`` the first one raises). ``memory_limit``
     (bytes, or ``"8GB"``, ``"40%"``; default half the machine's memory): past it the state
-    spills to ``temp_dir`` (default the system's temporary folder), as the CLI's flags say."""
+    spills to ``temp_dir`` (default the system's temporary folder), as the CLI's flags say.
+    ``ignore_columns``: columns that are not row identity (metadata such as a ``--metadata``
+    column), left out when a retraction is matched, kept in the table."""
     from cdc.engine.run import memory_limit as limit_of
 
     spec = MaterializeSpec(
