@@ -106,10 +106,16 @@ def plain(report: dict[str, Any]) -> str:
     if "time" in report:
         t = report["time"]
         lines.append(
-            f"time:      {t['column']} from {t['min']} to {t['max']}"
+            f"time:      {t['column']} from {_iso(t['min'])} to {_iso(t['max'])}"
             + (f" ({t['missing']} without a time)" if t["missing"] else "")
         )
     return "\n".join(lines) + "\n"
+
+
+def _iso(value: Any) -> Any:
+    """A time as JSON writes it (ISO 8601, ``T``): a typed stream's times are dates and times."""
+    iso = getattr(value, "isoformat", None)
+    return iso() if iso is not None else value
 
 
 def _panel(report: dict[str, Any]) -> None:
