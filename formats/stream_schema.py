@@ -80,12 +80,9 @@ class StreamSchema:
                     try:
                         row[name] = cast(value)
                     except (ValueError, TypeError, InvalidOperation):
-                        raise InputError(
-                            f"column {name!r}: {value!r} is not a {casts_text[name]} (the stream's {KEY} says so)"
-                        ) from None
+                        pass  # a value its type cannot hold (a MySQL TIME past 24h): as written
             return row
 
-        casts_text = dict(self.columns)
         return convert
 
 
@@ -208,7 +205,8 @@ class SchemaJsonlWriter:
         self._stream = stream
         self._inner = inner
         self._metadata = tuple(metadata)
-        self._hints = {f.name: f.type for f in hints} if hints is not None else {}
+        self._hints_of = hints  # the reader's Arrow schema (Debezium's decimals), asked at the start
+        self._hints: dict[str, Any] = {}
         self._held: list[Row] = []
         self._started = False
 
@@ -226,13 +224,24 @@ class SchemaJsonlWriter:
 
     def _start(self) -> None:
         self._started = True
+        hints = self._hints_of() if callable(self._hints_of) else self._hints_of
+        self._hints = {f.name: f.type for f in hints} if hints is not None else {}
         columns: dict[str, str] = {}
+        mixed: set[str] = set()  # a column whose values are not all of one type stays untyped
         for row in self._held:
             for name, value in row.items():
-                if name not in columns and value is not None:
-                    kind = type_of(value, self._hints.get(name))
-                    if kind is not None:
-                        columns[name] = kind
+                if value is None or name in mixed:
+                    continue
+                kind = type_of(value, self._hints.get(name))
+                seen = columns.setdefault(name, kind) if kind is not None else None
+                both_decimal = kind is not None and seen is not None and "decimal" in kind and "decimal" in seen
+                if kind is None or (seen != kind and not both_decimal):
+                    mixed.add(name)
+        for name in mixed:
+            columns.pop(name, None)
+        for name, kind in self._hints.items():  # declared by the source, null in the rows looked at
+            if name not in columns and hasattr(kind, "precision"):
+                columns[name] = f"decimal({kind.precision},{kind.scale})"
         if columns or self._metadata:
             self._inner.write_rows([StreamSchema(columns, self._metadata).line()])
         held, self._held = self._held, []
