@@ -2,7 +2,8 @@
 
     {"__cdc_schema": {"version": 1, "columns": {"price": "decimal(10,2)", "ts": "timestamp"}, "metadata": ["ts"]}}
 
-``columns`` gives the logical type of each typed column (``decimal(p,s)``, ``timestamp``,
+``columns`` gives the logical type of each typed column (``decimal(p,s)``, ``decimal`` without a
+declared precision, ``timestamp``,
 ``timestamp_tz``, ``date``, ``time``) — JSON has no such types, so without it a decimal becomes a
 double and a timestamp a string one pipe later; ``metadata`` names the columns that are not part of
 a row's identity (``--metadata`` columns, a change feed's commit columns): materialize, replay and
@@ -112,6 +113,8 @@ def _cast(text: str) -> Any:
             return number.quantize(quantum) if number.is_finite() else number
 
         return decimal
+    if text == "decimal":
+        return lambda v: v if isinstance(v, Decimal) else Decimal(str(v))
     if text in ("timestamp", "timestamp_tz"):
         return lambda v: v if isinstance(v, dt.datetime) else dt.datetime.fromisoformat(v)
     if text == "date":
@@ -126,9 +129,7 @@ def type_of(value: Any, hint: Any = None) -> str | None:
     if isinstance(value, Decimal):
         if hint is not None and hasattr(hint, "precision"):
             return f"decimal({hint.precision},{hint.scale})"
-        exponent = value.as_tuple().exponent
-        scale = -exponent if isinstance(exponent, int) and exponent < 0 else 0
-        return f"decimal({max(38, len(value.as_tuple().digits))},{scale})"
+        return "decimal"  # no declared precision (PostgreSQL NUMERIC): exact, its type the writer's
     if isinstance(value, dt.datetime):
         return "timestamp_tz" if value.tzinfo is not None else "timestamp"
     if isinstance(value, dt.date):
@@ -235,6 +236,8 @@ class SchemaJsonlWriter:
                 kind = type_of(value, self._hints.get(name))
                 seen = columns.setdefault(name, kind) if kind is not None else None
                 both_decimal = kind is not None and seen is not None and "decimal" in kind and "decimal" in seen
+                if both_decimal and seen != kind:
+                    columns[name] = "decimal"  # precisions differ: exact all the same
                 if kind is None or (seen != kind and not both_decimal):
                     mixed.add(name)
         for name in mixed:
