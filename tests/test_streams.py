@@ -534,3 +534,49 @@ def test_real_streams_through_the_pipe_give_the_parquet_one_command_gives(
         if got.type != wanted.type:  # a NUMERIC without precision: each writer fits its own values
             assert str(got.type).startswith("decimal") and got.type.scale == wanted.type.scale, (got, wanted)
     assert piped.cast(want.schema).equals(want)
+
+
+def test_real_events_with_add_column_mid_stream_materialize_strictly(tmp_path: Path) -> None:
+    """Real MariaDB events made into the stream ``ALTER TABLE items ADD COLUMN u`` gives: before the
+    cut, neither images nor schema have ``u``; after it, a row written before the ALTER has ``u``
+    null in its before image (the column's value once added), rows written after carry theirs."""
+    lines = [line for line in gzip.decompress((REAL / "mariadb" / "events.jsonl.gz").read_bytes()).split(b"\n") if line]
+    truncate = max((i for i, line in enumerate(lines) if b'"op":"t"' in line), default=0)
+    cut = truncate + (len(lines) - truncate) // 2  # after the TRUNCATE: rows of both kinds live at the end
+    old: set[Any] = set()  # keys whose row was last written before the ALTER
+    out = []
+    for n, line in enumerate(lines):
+        event = json.loads(line)
+        if event is None:
+            out.append("null")
+            continue
+        payload, schema = event["payload"], event["schema"]
+        if payload["op"] == "t":
+            old.clear()
+        before, after = payload.get("before"), payload.get("after")
+        if n < cut:
+            for image in (before, after):
+                if image is not None:
+                    image.pop("u", None)
+            for part in schema["fields"][:2]:
+                part["fields"] = [f for f in part["fields"] if f["field"] != "u"]
+        elif before is not None and before["id"] in old:
+            before["u"] = None
+        if payload["op"] == "d":
+            old.discard(before["id"])
+        elif after is not None:
+            (old.add if n < cut else old.discard)(after["id"])
+            if before is not None and before["id"] != after["id"]:
+                old.discard(before["id"])
+        out.append(json.dumps(event))
+    altered = tmp_path / "altered.jsonl"
+    altered.write_text("\n".join(out) + "\n")
+    original = tmp_path / "original.jsonl"
+    original.write_bytes(b"\n".join(lines) + b"\n")
+    got = decoded_table(altered)  # --strict: every -U and -D finds its row
+    want = decoded_table(original)
+    assert [r["id"] for r in got] == [r["id"] for r in want]
+    assert all(list(r) == list(want[0]) for r in got)  # the union of the columns, in their order
+    for row, full in zip(got, want, strict=True):
+        assert row == ({**full, "u": None} if row["id"] in old else full)
+    assert any(row["id"] in old for row in got) and any(row["id"] not in old for row in got)
