@@ -21,6 +21,7 @@ from cdc.engine.job import Job
 from cdc.engine.paths.native.kernel import count_lines
 from cdc.formats.base import RowReader
 from cdc.formats.envelopes import ENVELOPES, Gated, decoder_for
+from cdc.formats.json_array import may_be_array
 from cdc.formats.kafka import KafkaDecoder
 from cdc.formats.registry import INPUT_FORMATS, format_of, input_format, open_inputs, output_format, sniff_stdin
 from cdc.formats.stream_schema import StreamSchema, is_schema_line, wanted
@@ -269,7 +270,7 @@ def first_record(path: str, lines: int = 100) -> tuple[Any, int] | None:
             head = [stream.readline() for _ in range(lines)]
         finally:
             stream.close()
-    if head and b"".join(head).lstrip(b"\xef\xbb\xbf \t\r\n")[:1] == b"[":
+    if head and b"".join(head).lstrip(b"\xef\xbb\xbf \t\r\n")[:1] == b"[" and may_be_array(path):
         return _first_element(b"".join(head))
     for number, line in enumerate(head, 1):
         text = line.strip().removeprefix(b"\xef\xbb\xbf")
@@ -302,7 +303,7 @@ def json_arrays(job: Job, formats: list[str]) -> bool:
     """Whether an input of JSON text is one JSON array (``.json`` exports): the row path's reader
     takes it apart; the paths that split JSON lines do not declare it (job option ``arrays``)."""
     for path, fmt in zip(job.inputs, formats, strict=True):
-        if fmt != "jsonl" and fmt not in ENVELOPES:
+        if fmt != "jsonl" and fmt not in ENVELOPES or not may_be_array(path):
             continue
         line = first_line(path)
         if line is not None and line.lstrip(b"\xef\xbb\xbf \t")[:1] == b"[":

@@ -19,6 +19,15 @@ _SPECIAL = re.compile(rb'["\\\[\]{},\n]')
 _WS = b" \t\r\n"
 
 
+def may_be_array(name: str) -> bool:
+    """Inputs read as one JSON array when they start with '[': a ``.json`` file (also compressed)
+    and stdin. A ``.jsonl`` file is JSON lines, whatever its first line holds."""
+    lower = name.lower()
+    for compressed in (".gz", ".zst", ".zstd"):
+        lower = lower.removesuffix(compressed)
+    return name in ("-", "<stdin>") or lower.endswith(".json")
+
+
 def starts_array(head: bytes) -> bool:
     """The text's first character (after a BOM and white space) opens an array."""
     return head.removeprefix(b"\xef\xbb\xbf").lstrip(_WS)[:1] == b"["

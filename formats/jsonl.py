@@ -205,6 +205,12 @@ def dumps(row: Any) -> bytes:
         raise InputError(f"cannot write this row as JSON: {exc}") from exc
 
 
+def _array_source(name: str) -> bool:
+    from cdc.formats.json_array import may_be_array
+
+    return may_be_array(name)
+
+
 SCHEMA_KEY = "__cdc_schema"  # formats.stream_schema.KEY, without importing it for every reader
 
 
@@ -264,7 +270,7 @@ class JsonlReader(RowReader):
         convert = None
         looking = True  # for a schema line (formats.stream_schema): the first record may be one
         for chunk, first in read_chunks(self._stream):
-            if first == 1 and chunk.lstrip(b" \t\r\n")[:1] == b"[":  # one JSON array, not lines
+            if first == 1 and chunk.lstrip(b" \t\r\n")[:1] == b"[" and _array_source(self.source):
                 yield from self._array(chunk, tombstones)
                 return
             loads = loads_for(chunk)
