@@ -3,17 +3,9 @@
 from __future__ import annotations
 
 from cdc.cli import options as o
-from cdc.cli.decode import (
-    Bootstrap,
-    Key,
-    Metadata,
-    OnTruncate,
-    OnTruncateOpt,
-    RawValues,
-    SchemaInclude,
-    SchemaIncludeOpt,
-    decode,
-)
+from cdc.cli.decode import Key, Metadata, OnTruncate, OnTruncateOpt, RawValues, SchemaInclude, SchemaIncludeOpt
+from cdc.cli.running import call
+from cdc.engine import api
 
 
 @o.cdc_command(o.INPUT, o.OUTPUT, o.ERRORS, o.REPORT, o.SQL)
@@ -44,17 +36,15 @@ def command(
       --on-error skip --print-sql
     ```
     """
-    decode(
+    call(
         common,
-        "debezium",
-        key,
-        schema_include,
-        on_truncate,
-        metadata,
-        raw_values,
-        None,
-        None,
-        Bootstrap.insert,
-        kind_column,
+        api.debezium_decode,
         "debezium-decode",
+        table_kinds=kind_column,
+        key=key,
+        schema_include=schema_include,
+        on_truncate=on_truncate,
+        metadata=metadata,
+        raw_values=raw_values,
+        kind_column=kind_column,
     )

@@ -9,8 +9,8 @@ from typing import Annotated
 import typer
 
 from cdc.cli import options as o
-from cdc.cli.running import run
-from cdc.core.specs import DecodeSpec
+from cdc.cli.running import call
+from cdc.engine import api
 
 PANEL = "Envelope"
 
@@ -107,40 +107,6 @@ BootstrapOpt = Annotated[
 ]
 
 
-def decode(
-    common: o.Common,
-    envelope: str,
-    key: list[str] | None,
-    schema_include: SchemaInclude,
-    on_truncate: OnTruncate,
-    metadata: list[str] | None,
-    raw_values: bool,
-    database_include: str | None,
-    table_include: str | None,
-    bootstrap: Bootstrap,
-    kind_column: str,
-    command: str,
-) -> None:
-    spec = DecodeSpec(
-        envelope=envelope,
-        kind_column=kind_column,
-        schema_include=schema_include.value,
-        raw_values=raw_values,
-        metadata=tuple(metadata or ()),
-        on_truncate=on_truncate.value,
-        key=o.split_list(key),
-        database_include=database_include,
-        table_include=table_include,
-        bootstrap=bootstrap.value,
-    )
-    if common.print_sql:
-        from cdc.cli.print_sql import print_decode_sql
-
-        print_decode_sql(common, spec)
-        return
-    run(common, spec, command)
-
-
 @o.cdc_command(o.INPUT, o.OUTPUT, o.ERRORS, o.REPORT, o.SQL)
 def command(
     common: o.Common,
@@ -180,17 +146,19 @@ def command(
       --on-error skip --print-sql
     ```
     """
-    decode(
+    call(
         common,
-        envelope.value,
-        key,
-        schema_include,
-        on_truncate,
-        metadata,
-        raw_values,
-        database_include,
-        table_include,
-        bootstrap,
-        kind_column,
+        api.decode,
         "decode",
+        table_kinds=kind_column,
+        envelope=envelope,
+        key=key,
+        schema_include=schema_include,
+        on_truncate=on_truncate,
+        metadata=metadata,
+        raw_values=raw_values,
+        database_include=database_include,
+        table_include=table_include,
+        bootstrap=bootstrap,
+        kind_column=kind_column,
     )
