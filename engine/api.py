@@ -175,8 +175,6 @@ class _IO:
         return _with_source(job, self.source), collected
 
     def run(self, spec: Any) -> Result:
-        if self.print_sql:
-            raise AssertionError("print_sql is answered before a job runs")  # pragma: no cover
         job, collected = self.job(spec)
         result = run_job(job, self.progress)
         if collected is not None:
