@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from cdc.core.convert import from_changelog_spec, to_changelog_spec
@@ -60,10 +59,10 @@ from cdc.core.specs import (
 from cdc.core.state import Policy
 from cdc.engine.job import Job, Progress, Result, RowSink
 from cdc.engine.run import run_job
-from cdc.engine.sinks import ListSink
 
 if TYPE_CHECKING:
     from cdc.core.replay import KeyedReplay
+    from cdc.engine.sinks import ListSink
 
 Source = str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | Iterable[Row]
 Names = str | Sequence[str]  # "a,b" or ["a", "b"]
@@ -125,20 +124,27 @@ def _policy(on_inconsistency: Any, strict: bool) -> Policy:
     return Policy.fail if strict else Policy(_choice("--on-inconsistency", on_inconsistency, list(Policy)))
 
 
-@dataclass
 class _IO:
-    """Where a job reads and writes: the keywords every function shares."""
+    """Where a job reads and writes: the keywords every function shares (a plain class: the
+    commands import this module at start-up, and a dataclass costs its creation there)."""
 
-    source: Source
-    output: Output = None
-    input_format: str | None = None
-    output_format: str | None = None
-    columns: Names | None = None
-    on_error: str = "fail"
-    rejects: str | os.PathLike[str] | None = None
-    progress: Progress | None = None
-    print_sql: bool = False
-    sql: dict[str, Any] = field(default_factory=dict)
+    def __init__(
+        self,
+        source: Source,
+        output: Output = None,
+        input_format: str | None = None,
+        output_format: str | None = None,
+        columns: Names | None = None,
+        on_error: str = "fail",
+        rejects: str | os.PathLike[str] | None = None,
+        progress: Progress | None = None,
+        print_sql: bool = False,
+        sql: dict[str, Any] | None = None,
+    ):
+        self.source, self.output, self.progress = source, output, progress
+        self.input_format, self.output_format, self.columns = input_format, output_format, columns
+        self.on_error, self.rejects = on_error, rejects
+        self.print_sql, self.sql = print_sql, sql or {}
 
     @classmethod
     def of(cls, values: Mapping[str, Any]) -> _IO:
@@ -157,6 +163,8 @@ class _IO:
         output = self.output
         sink: RowSink | None
         if output is None:
+            from cdc.engine.sinks import ListSink
+
             sink = collected = ListSink()
         elif isinstance(output, str | os.PathLike):
             sink, collected = None, None
@@ -574,17 +582,18 @@ def _replay_spec(values: Mapping[str, Any]) -> ReplaySpec:
     )
 
 
-@dataclass
 class ReplayStep:
     """One change applied to replay's keyed state (``cdc.replay_steps``): ``kind`` of the last
     row it emitted (+I, -U, +U, -D), the ``key`` it changed, the changelog rows it ``emitted``,
     and the table after it (``rows()``, ``live`` rows; valid until the next step)."""
 
-    kind: str
-    key: Any
-    emitted: list[tuple[str, Row]]
-    live: int
-    _state: KeyedReplay
+    __slots__ = ("_state", "emitted", "key", "kind", "live")
+
+    def __init__(self, kind: str, key: Any, emitted: list[tuple[str, Row]], live: int, state: KeyedReplay):
+        self.kind, self.key, self.emitted, self.live, self._state = kind, key, emitted, live, state
+
+    def __repr__(self) -> str:
+        return f"ReplayStep(kind={self.kind!r}, key={self.key!r}, emitted={self.emitted!r}, live={self.live})"
 
     def rows(self) -> Iterator[Row]:
         """The table after this change, in first-insertion order of its keys."""
