@@ -67,7 +67,11 @@ def call(
 
 
 def report(common: Common, command: str, result: Result, summary: Callable[[Result], str] | None = None) -> None:
-    """Skips are always reported; the full summary with ``--stats``."""
+    """Skips are always reported; the full summary with ``--stats``; with ``--verbose`` the path
+    the run took, and why it handed over to the row path's rules if it did."""
+    if common.verbose:
+        handover = f" (handed over: {result.handover})" if result.handover else ""
+        say(f"cdc: {command}: path {result.path}{handover}")
     if common.stats:
         say(f"cdc: {command}: " + (summary(result) if summary else result.counts.summary(result.read)))
     if result.skipped:

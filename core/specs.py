@@ -41,6 +41,7 @@ class FromChangelogSpec:
     post-images whatever their order in the file (``core.commits``); ``drop_commit_columns``
     leaves those columns out of the rows."""
 
+    writes_kinds: ClassVar[bool] = True  # its output rows carry their kind in ``kind_column``
     reads: ClassVar[str] = PLAIN
     op_column: str
     mapping: Mapping[str, RowKind]
@@ -75,6 +76,7 @@ class DecodeSpec:
     """Change events → changelog rows, as Flink's debezium-json, canal-json, maxwell-json and
     ogg-json read them. ``envelope`` ``auto`` is decided from the first record (``with_envelope``)."""
 
+    writes_kinds: ClassVar[bool] = True  # its output rows carry their kind in ``kind_column``
     reads: ClassVar[str] = EVENTS
     envelope: str = "debezium"  # auto | debezium | canal | maxwell | ogg
     kind_column: str = "op"
@@ -148,6 +150,7 @@ class InspectSpec:
 class ReplaySpec:
     """A changelog run through keyed state and re-emitted (Flink ChangelogNormalize)."""
 
+    writes_kinds: ClassVar[bool] = True  # its output rows carry their kind in ``kind_column``
     stateless: ClassVar[bool] = False
     key: tuple[str, ...]
     emit: str = "retract"  # retract | upsert
@@ -182,6 +185,7 @@ class AggregateSpec:
     compute; the input is changelog rows, or plain rows read as inserts (``append``) or as
     upserts of ``key`` (``upsert``, normalized first as Flink's ChangelogNormalize does)."""
 
+    writes_kinds: ClassVar[bool] = True  # its output rows carry their kind in ``kind_column``
     stateless: ClassVar[bool] = False
     query: AggregateQuery
     input_mode: str = "changelog"  # changelog | upsert | append

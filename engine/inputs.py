@@ -6,7 +6,7 @@ Commands that read changelog rows also read change events decoded on the way in
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -16,6 +16,7 @@ from cdc.core.model import Reject, Row
 from cdc.core.presets import COMMIT_COLUMNS
 from cdc.core.specs import CHANGELOG, EVENTS, DecodeSpec, FromChangelogSpec, InspectSpec, MaterializeSpec
 from cdc.core.stats import Counts
+from cdc.engine.commands import lookup
 from cdc.engine.job import Job
 from cdc.engine.paths.native.kernel import count_lines
 from cdc.formats.base import RowReader
@@ -52,16 +53,38 @@ def resolve(job: Job) -> Job:
         if spec.reads == EVENTS and fmt not in ("jsonl", *ENVELOPES):
             raise UsageError(f"change events are JSON lines; {fmt} input cannot hold them")
         formats.append(fmt)
-    if isinstance(spec, DecodeSpec):
-        spec = _decided(spec, job.inputs[0])
-        formats = [spec.envelope] * len(formats)
-    elif isinstance(spec, FromChangelogSpec):
-        _not_an_envelope(job.inputs, formats)
-    elif isinstance(spec, MaterializeSpec | InspectSpec) and spec.commit_columns is None:
-        columns = first_columns(job.inputs[0], formats[0])
+    decide = lookup(DECIDE, spec)
+    if decide is not None:
+        spec, formats = decide(spec, job.inputs, formats)
+    return job.with_(spec=spec, formats=tuple(formats), out_format=out_format)
+
+
+def _decode(spec: DecodeSpec, inputs: tuple[str, ...], formats: list[str]) -> tuple[Any, list[str]]:
+    spec = _decided(spec, inputs[0])
+    return spec, [spec.envelope] * len(formats)
+
+
+def _from_changelog(spec: FromChangelogSpec, inputs: tuple[str, ...], formats: list[str]) -> tuple[Any, list[str]]:
+    _not_an_envelope(inputs, formats)
+    return spec, formats
+
+
+def _commit_columns(spec: Any, inputs: tuple[str, ...], formats: list[str]) -> tuple[Any, list[str]]:
+    """A table's commit columns (None: the known ones found in the first input's columns)."""
+    if spec.commit_columns is None:
+        columns = first_columns(inputs[0], formats[0])
         if columns is not None:  # else every known commit column is taken for one
             spec = replace(spec, commit_columns=tuple(c for c in COMMIT_COLUMNS if c in columns))
-    return job.with_(spec=spec, formats=tuple(formats), out_format=out_format)
+    return spec, formats
+
+
+# What a command decides of its spec once its inputs are known: (spec, inputs, formats) → both.
+DECIDE: dict[type, Callable[[Any, tuple[str, ...], list[str]], tuple[Any, list[str]]]] = {
+    DecodeSpec: _decode,
+    FromChangelogSpec: _from_changelog,
+    MaterializeSpec: _commit_columns,
+    InspectSpec: _commit_columns,
+}
 
 
 def first_columns(path: str, fmt: str) -> list[str] | None:
@@ -162,10 +185,10 @@ def open_rows(job: Job, reject: Reject, on_bytes: Any, counts: Counts) -> RowRea
     """The job's input rows, every input in order: changelog rows for an envelope input
     (decoded by one decoder, ``counts`` its counts), else the rows as read."""
     if job.rows is not None:
-        decoder = decoder_for(job.spec, counts) if isinstance(job.spec, DecodeSpec) else None
+        decoder = decoder_for(job.spec, counts) if job.spec.reads == EVENTS else None
         return IterableReader(job.rows, reject, decoder)
     readers: dict[str, Any] = {}
-    if isinstance(job.spec, DecodeSpec):
+    if job.spec.reads == EVENTS:  # events decoded: decode
         readers = dict.fromkeys(job.formats, decoder_for(job.spec, counts).reader)
     else:
         envelope = next((f for f in job.formats if f in ENVELOPES), None)

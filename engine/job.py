@@ -61,7 +61,8 @@ class Result:
     """What a run did: the API's return value, and what the commands report (``--stats``).
 
     - ``rows``: the output rows, when the call had no ``output=`` (else None: they were written);
-    - ``path``: the engine path that ran (rows, lines, kernel-lines, arrow, keyed-kernel …);
+    - ``path``: the engine path that ran (rows, lines, kernel-lines, arrow …; ``arrow-state→rows``
+      after a hand-over), ``handover``: why the path handed the run over to the row path's rules;
     - ``read``: input records, good or bad; ``counts``: rows per kind read and written (``Counts``);
     - ``skipped``: bad records set aside under ``on_error="skip"``; ``first_skip`` the first one;
     - ``findings``: materialize, aggregate, inspect: the changes that contradicted the state
@@ -76,6 +77,7 @@ class Result:
     """
 
     path: str = ""
+    handover: str | None = None
     read: int = 0
     counts: Counts = field(default_factory=Counts)
     skipped: int = 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from cdc.engine.handover import taken
 from cdc.engine.inputs import resolve
 from cdc.engine.job import Job, Progress, Result
 from cdc.engine.plan import choose
@@ -20,4 +21,6 @@ def run_job(job: Job, progress: Progress | None = None, path: str | None = None)
         sizes = [input_size(name) for name in job.inputs] if job.rows is None else [None]
         progress.start(None if None in sizes else sum(s for s in sizes if s is not None))
     with session(job, progress) as current:
-        return chosen.run(job, current)
+        result = chosen.run(job, current)
+        result.path, result.handover = taken(chosen.name, current), current.handed_over
+        return result

@@ -59,40 +59,6 @@ def read_schema(path: str) -> Any:
         file.close()
 
 
-def parquet_writer(sink: Any, schema: Any, dictionary: Any = True) -> Any:
-    """``pyarrow.parquet.ParquetWriter(sink, schema, use_dictionary=dictionary)`` on a stream,
-    with the same options (its defaults), made through ``pyarrow._parquet``: the same bytes."""
-    from pyarrow._parquet import ParquetWriter as Writer
-
-    return Writer(
-        sink,
-        schema,
-        version="2.6",
-        compression="snappy",
-        use_dictionary=dictionary,
-        write_statistics=True,
-        use_deprecated_int96_timestamps=False,
-        compression_level=None,
-        use_byte_stream_split=False,
-        column_encoding=None,
-        writer_engine_version="V2",
-        data_page_version="1.0",
-        use_compliant_nested_type=True,
-        encryption_properties=None,
-        write_batch_size=None,
-        dictionary_pagesize_limit=None,
-        store_schema=True,
-        write_page_index=False,
-        write_page_checksum=False,
-        sorting_columns=None,
-        store_decimal_as_integer=False,
-        write_time_adjusted_to_utc=False,
-        max_rows_per_page=None,
-        bloom_filter_options=None,
-        use_content_defined_chunking=False,
-    )
-
-
 class ParquetReader(RowReader):
     def __init__(self, stream: BinaryIO | None, source: str, reject: Reject | None = None, path: str | None = None):
         super().__init__(source, reject)

@@ -16,6 +16,7 @@ import orjson
 from cdc.core.kinds import KIND_BY_TEXT, RowKind
 from cdc.core.specs import DecodeSpec, FromChangelogSpec, ToChangelogSpec
 from cdc.core.stats import Counts
+from cdc.engine.commands import Command, implements, lookup, set_fields
 
 _kernel: Any
 try:
@@ -36,39 +37,43 @@ def available() -> bool:
     return _kernel is not None
 
 
-def accepts(spec: Any) -> bool:
-    """The specs the kernel converts (lines it is not sure of still go the general way)."""
-    if _kernel is None:
-        return False
-    if isinstance(spec, FromChangelogSpec):
-        return not spec.keys  # key columns move first: the general way
-    if isinstance(spec, ToChangelogSpec):
-        return True
-    if isinstance(spec, DecodeSpec):
-        if not spec.stateless or spec.metadata:
-            return False
-        if spec.envelope == "debezium":
-            return spec.schema_include != "true"
-        return spec.envelope in ENVELOPE_KERNELS and spec.database_include is None and spec.table_include is None
-    return False
-
-
 ENVELOPE_KERNELS = ("canal", "maxwell", "ogg")
 
 
-def kernel_for(spec: Any, counts: Counts, decoder: Any = None) -> _Kernel | None:
-    """The kernel of a spec it accepts; ``decoder`` (Debezium) decides which envelope schemas
-    convert no value."""
-    if not accepts(spec):
-        return None
-    if isinstance(spec, FromChangelogSpec):
-        return from_changelog_kernel(spec.op_column, spec.kind_column, spec.mapping, spec.drop, counts)
-    if isinstance(spec, ToChangelogSpec):
-        return to_changelog_kernel(spec.kind_column, spec.op_column, spec.mapping, spec.drop, counts)
+def _from_changelog(spec: FromChangelogSpec, counts: Counts, decoder: Any) -> _Kernel | None:
+    return from_changelog_kernel(spec.op_column, spec.kind_column, spec.mapping, spec.drop, counts)
+
+
+def _to_changelog(spec: ToChangelogSpec, counts: Counts, decoder: Any) -> _Kernel | None:
+    return to_changelog_kernel(spec.kind_column, spec.op_column, spec.mapping, spec.drop, counts)
+
+
+def _decode(spec: DecodeSpec, counts: Counts, decoder: Any) -> _Kernel | None:
+    """``decoder`` (Debezium) decides which envelope schemas convert no value."""
     if spec.envelope in ENVELOPE_KERNELS:
         return envelope_kernel(spec, counts, decoder)
     envelopes = spec.schema_include == "auto"
     return debezium_kernel(spec.kind_column, counts, envelopes, decoder.plain_schema if decoder else None)
+
+
+def _decodes(job: Any) -> bool:
+    """The envelopes the kernel reads (Debezium: not with a schema in every event)."""
+    spec = job.spec
+    if spec.envelope == "debezium":
+        return bool(spec.schema_include != "true")
+    return spec.envelope in ENVELOPE_KERNELS
+
+
+def kernel_for(spec: Any, counts: Counts, decoder: Any = None) -> _Kernel | None:
+    """The kernel of a spec whose options it implements (else None: the general way);
+    ``decoder`` (Debezium) decides which envelope schemas convert no value."""
+    if _kernel is None:
+        return None
+    command = lookup(COMMANDS, spec)
+    if command is None or any(name not in command.fields for name in set_fields(spec)):
+        return None
+    kernel: _Kernel | None = command.do(spec, counts, decoder)
+    return kernel
 
 
 class _Kernel:
@@ -281,3 +286,22 @@ def envelope_kernel(spec: DecodeSpec, counts: Counts, decoder: Any) -> _Kernel |
     if spec.envelope == "maxwell":
         return _Kernel(_kernel.maxwell, (kind_key, firsts, spec.bootstrap == "insert"), counts)
     return _OggKernel((kind_key, firsts), counts, decoder.inner)
+
+
+# The kernel-lines path: the lines path with the kernel converting the lines it is sure of, for
+# the options the kernel implements (the others: the lines path, without it); the lines path's
+# conditions hold too (``lines.can_run_with_kernel``).
+COMMANDS: dict[type, Command] = {
+    FromChangelogSpec: implements(_from_changelog, "op_column", "mapping", "kind_column", "drop"),
+    ToChangelogSpec: implements(_to_changelog, "mapping", "op_column", "kind_column", "drop"),
+    DecodeSpec: implements(
+        _decode,
+        "envelope",
+        "kind_column",
+        "schema_include",
+        "raw_values",
+        "on_truncate",
+        "bootstrap",
+        can_run=_decodes,
+    ),
+}
