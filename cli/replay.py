@@ -99,8 +99,14 @@ def command(
         bool, typer.Option("--live", rich_help_panel=REPLAY_PANEL, help="Watch the table change (a terminal only).")
     ] = False,
     delay: Annotated[
-        float, typer.Option("--delay", rich_help_panel=REPLAY_PANEL, help="With --live: seconds per change.")
-    ] = 0.1,
+        float | None,
+        typer.Option(
+            "--delay",
+            rich_help_panel=REPLAY_PANEL,
+            show_default=False,
+            help="With --live: seconds per change. \\[default: 0.1]",
+        ),
+    ] = None,
     kind_column: o.KindColumn = "op",
 ) -> None:
     """Run a changelog through keyed state and re-emit it as retract or upsert (Flink ChangelogNormalize).
@@ -133,6 +139,8 @@ def command(
         "kind_column": kind_column,
     }
     if not live:
+        if delay is not None:
+            raise UsageError("--delay paces --live; without --live there is nothing to pace")
         call(common, api.replay, "replay", summary=_summary, table_kinds=kind_column, **options)
         return
     if common.print_sql or common.output != "-" or common.output_format is not None or common.columns:
@@ -145,7 +153,7 @@ def command(
     steps = api.replay_steps(
         common.inputs, input_format=common.input_format, on_error=common.on_error, rejects=common.rejects, **options
     )
-    _live(steps, delay)
+    _live(steps, 0.1 if delay is None else delay)
 
 
 def _summary(result: Result) -> str:
