@@ -34,7 +34,10 @@ Types: ``Result`` (rows, counts, findings, skipped, path, ok, differences, repor
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
 
 __version__ = "0.1.0"
 
@@ -70,4 +73,5 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+    """The public names (``__all__``: imported when first used) and the module's own dunders."""
+    return sorted({*__all__, *(name for name in globals() if name.startswith("__"))})
