@@ -3,7 +3,18 @@
 from __future__ import annotations
 
 from cdc.cli import options as o
-from cdc.cli.decode import Key, Metadata, OnTruncate, OnTruncateOpt, RawValues, SchemaInclude, SchemaIncludeOpt
+from cdc.cli.decode import (
+    Key,
+    Metadata,
+    OnTruncate,
+    OnTruncateOpt,
+    Placeholder,
+    RawValues,
+    SchemaInclude,
+    SchemaIncludeOpt,
+    Strict,
+    report_decode_findings,
+)
 from cdc.cli.running import call
 from cdc.engine import api
 
@@ -17,6 +28,8 @@ def command(
     metadata: Metadata = None,
     raw_values: RawValues = False,
     kind_column: o.KindColumn = "op",
+    strict: Strict = False,
+    unavailable_placeholder: Placeholder = None,
 ) -> None:
     """Decode Debezium JSON change events into changelog rows, exactly as Flink's debezium-json does.
 
@@ -36,7 +49,7 @@ def command(
       --on-error skip --print-sql
     ```
     """
-    call(
+    result = call(
         common,
         api.debezium_decode,
         "debezium-decode",
@@ -47,4 +60,8 @@ def command(
         metadata=metadata,
         raw_values=raw_values,
         kind_column=kind_column,
+        strict=strict,
+        unavailable_placeholder=unavailable_placeholder,
     )
+    if result.sql is None:
+        report_decode_findings("debezium-decode", result.counts.notes)

@@ -63,6 +63,27 @@ Expect = Annotated[
 ]
 
 
+MemoryLimit = Annotated[
+    str | None,
+    typer.Option(
+        "--memory-limit",
+        show_default=False,
+        rich_help_panel=STATE_PANEL,
+        help="Memory the table may take (512MB, 8GB, 40%); past it the changes spill to --temp-dir, "
+        "partitioned by key, and come back in the same order. \\[default: 50% of RAM]",
+    ),
+]
+TempDir = Annotated[
+    str | None,
+    typer.Option(
+        "--temp-dir",
+        show_default=False,
+        rich_help_panel=STATE_PANEL,
+        help="Where a spill goes (removed at the end). \\[default: the system's temporary folder]",
+    ),
+]
+
+
 @o.cdc_command(o.INPUT, o.OUTPUT, o.ERRORS, o.REPORT, o.SQL)
 def command(
     common: o.Common,
@@ -76,6 +97,8 @@ def command(
     expect: Expect = None,
     commit_columns: o.CommitColumnsOpt = None,
     kind_column: o.KindColumn = "op",
+    memory_limit: MemoryLimit = None,
+    temp_dir: TempDir = None,
 ) -> None:
     """Apply a changelog to in-memory state and write the table it describes (no kind column).
 
@@ -112,6 +135,8 @@ def command(
         expect=expect,
         commit_columns=commit_columns,
         kind_column=kind_column,
+        memory_limit=memory_limit,
+        temp_dir=temp_dir,
         **shown,
     )
     if result.sql is not None:

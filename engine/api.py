@@ -145,6 +145,7 @@ class _IO:
         self.input_format, self.output_format, self.columns = input_format, output_format, columns
         self.on_error, self.rejects = on_error, rejects
         self.print_sql, self.sql = print_sql, sql or {}
+        self.limits: dict[str, Any] = {}  # memory_limit and temp_dir of a job that may spill
 
     @classmethod
     def of(cls, values: Mapping[str, Any]) -> _IO:
@@ -179,6 +180,7 @@ class _IO:
             on_error=OnError(_choice("--on-error", self.on_error, list(OnError))),
             rejects=os.fspath(self.rejects) if self.rejects is not None else None,
             sink=sink,
+            **self.limits,
         )
         return _with_source(job, self.source), collected
 
@@ -343,6 +345,8 @@ def decode(
     table_include: str | None = None,
     bootstrap: str = "insert",
     kind_column: str = "op",
+    strict: bool = False,
+    unavailable_placeholder: str | None = None,
     output: Output = None,
     input_format: str | None = None,
     output_format: str | None = None,
@@ -366,7 +370,10 @@ def decode(
     ``{schema, payload}`` (auto, true, false); ``on_truncate``: fail, skip or delete;
     ``metadata``: ``"NAME[=COLUMN]"`` requests (one or a list, e.g. ``"source.table=tbl"``);
     ``raw_values``: no schema decoding; ``database_include``/``table_include``: regular
-    expressions (Canal, Maxwell, OGG); ``bootstrap``: Maxwell's bootstrap rows, insert or skip."""
+    expressions (Canal, Maxwell, OGG); ``bootstrap``: Maxwell's bootstrap rows, insert or skip;
+    ``strict``: fail at the first finding (Debezium: a stale before image, a placeholder no key
+    rebuilds), else they are counted in ``result.counts.notes``; ``unavailable_placeholder``:
+    Debezium's ``unavailable.value.placeholder`` when it is not the default."""
     spec = DecodeSpec(
         envelope=_choice("--envelope", envelope, ENVELOPES),
         kind_column=kind_column,
@@ -378,6 +385,8 @@ def decode(
         database_include=database_include,
         table_include=table_include,
         bootstrap=_choice("--bootstrap", bootstrap, ("insert", "skip")),
+        policy=Policy.fail if strict else Policy.warn,
+        unavailable_placeholder=unavailable_placeholder,
     )
     return _sql_or_run(_IO.of(locals()), spec, "print_decode_sql")
 
@@ -391,6 +400,8 @@ def debezium_decode(
     metadata: str | Sequence[str] | None = None,
     raw_values: bool = False,
     kind_column: str = "op",
+    strict: bool = False,
+    unavailable_placeholder: str | None = None,
     output: Output = None,
     input_format: str | None = None,
     output_format: str | None = None,
@@ -465,6 +476,8 @@ def materialize(
     expect: str | os.PathLike[str] | Iterable[Row] | None = None,
     commit_columns: Names | None = None,
     kind_column: str = "op",
+    memory_limit: str | int | None = None,
+    temp_dir: str | os.PathLike[str] | None = None,
     output: Output = None,
     input_format: str | None = None,
     output_format: str | None = None,
@@ -487,7 +500,9 @@ def materialize(
 
     ``key``: an upsert table (else a multiset); ``dedup``: drop an event equal to the previous one
     for its key; ``as_of`` with ``time_column``: the versioned table at that time; ``sort``: rows
-    by key; ``commit_columns``: a change feed's commit columns (metadata, not row identity).
+    by key; ``commit_columns``: a change feed's commit columns (metadata, not row identity);
+    ``memory_limit`` (bytes, or ``"8GB"``, ``"40%"``; default half the machine's memory): past it
+    the state spills to ``temp_dir`` (default the system's temporary folder).
     ``expect``: the table expected (a path in any format, or rows): ``result.ok`` is False when
     they differ, ``result.differences`` says how, ``result.check()`` raises
     ``cdc.ExpectationFailed``."""
@@ -502,6 +517,12 @@ def materialize(
         commit_columns=None if commit_columns is None else _names(commit_columns),
     )
     io = _IO.of(locals())
+    if not print_sql:
+        from cdc.engine.run import memory_limit as limit_of
+
+        if temp_dir is not None and not os.path.isdir(temp_dir):
+            raise UsageError(f"--temp-dir: {os.fspath(temp_dir)!r} is not a folder")
+        io.limits = {"memory_limit": limit_of(memory_limit), "temp_dir": os.fspath(temp_dir) if temp_dir else None}
     if print_sql or expect is None:
         return _sql_or_run(io, spec, "print_materialize_sql")
     return _expected(io, spec, expect)
