@@ -78,9 +78,8 @@ def _defaults(cls: type, names: tuple[str, ...] | None) -> tuple[tuple[str, Any]
 def _set(obj: Any, names: tuple[str, ...] | None = None) -> list[str]:
     """The dataclass fields of ``obj`` whose value is not their default (a field without a default
     is always set)."""
-    return [
-        name for name, default in _defaults(type(obj), names) if default is _REQUIRED or getattr(obj, name) != default
-    ]
+    cls: type = type(obj)
+    return [name for name, default in _defaults(cls, names) if default is _REQUIRED or getattr(obj, name) != default]
 
 
 def set_fields(spec: Any) -> list[str]:
