@@ -44,30 +44,19 @@ class Placeholder:
         raw = text.encode()
         b64 = base64.b64encode(raw).decode()
         url = base64.urlsafe_b64encode(raw).decode()
-        hstore = json.dumps({text: text}, separators=(",", ":"))
+        hstore = json.dumps({text: text}, separators=(",", ":"), ensure_ascii=False)
         self.scalars = frozenset({text, b64, url, b64.rstrip("="), url.rstrip("="), hstore})
         integers = [b - 256 if b > 127 else b for b in raw]
         uuid_text = _java_uuid(raw)
         self.lists = ([text], [b64], [url], integers, [uuid_text])
         self.map = {text: text}
-        # What a JSON line holding a form surely contains (long needles: bytes.find skips faster).
-        # ``unseen`` are those the C kernel does not look for itself (it declines a line holding
-        # the quoted text): base64 bytes, hstore as JSON text, integers, a UUID.
+        # What a JSON line holding a form surely contains (long needles: bytes.find skips faster):
+        # the quoted text (also in an array or a map), base64 bytes, hstore as JSON text, the
+        # integers (compact or spaced), the UUID.
         ints = ",".join(map(str, integers))
-        self.unseen = tuple(
-            dict.fromkeys(
-                m.encode()
-                for m in (
-                    b64.rstrip("="),
-                    url.rstrip("="),
-                    json.dumps(hstore)[1:-1],
-                    ints,
-                    ints.replace(",", ", "),
-                    uuid_text,
-                )
-            )
-        )
-        self.markers = (json.dumps(text)[1:-1].encode(), *self.unseen)
+        quoted, hstore_text = json.dumps(text, ensure_ascii=False), json.dumps(hstore, ensure_ascii=False)[1:-1]
+        forms = (quoted, b64.rstrip("="), url.rstrip("="), hstore_text, ints, uuid_text)
+        self.markers = tuple(dict.fromkeys(m.encode() for m in (*forms, ints.replace(",", ", "))))
 
     def matches(self, value: Any) -> bool:
         kind = type(value)
