@@ -51,7 +51,6 @@ class FromChangelogSpec:
     commit_columns: tuple[str, ...] = ()
     pair_key: tuple[str, ...] = ()
     drop_commit_columns: bool = False
-    envelope_hint: str | None = None  # a preset named after an envelope: say so if one is read
 
     @property
     def stateless(self) -> bool:

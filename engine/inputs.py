@@ -159,7 +159,14 @@ def first_record(path: str, lines: int = 100) -> tuple[Any, int] | None:
 
         peek = getattr(sys.stdin.buffer, "peek", None)
         data = peek(1 << 16) if peek is not None else b""
-        if data[:2] == b"\x1f\x8b" or b"\n" not in data:
+        if data[:2] == b"\x1f\x8b":  # gzip: the first lines decompressed from the bytes peeked
+            import zlib
+
+            try:
+                data = zlib.decompressobj(wbits=31).decompress(data)
+            except zlib.error:
+                return None
+        if b"\n" not in data:
             return None
         head = data[: data.rfind(b"\n")].split(b"\n")[:lines]
     else:
@@ -250,23 +257,28 @@ def line_chunks(
     job: Job, on_bytes: Any, size: int | None = None, examples: Any = None
 ) -> Iterator[tuple[bytes, int, str]]:
     """``(chunk, first line, input name)`` of every JSON-lines input of ``job`` in turn: line-aligned
-    chunks (``read_chunks``), decompressed, each file closed once read (stdin stays open). With
+    chunks (``read_chunks``; stdin and compressed inputs read and decompressed ahead on a thread,
+    ``prefetched_chunks``), each file closed once read (stdin stays open). With
     ``examples`` (``empty.Examples``), the first changes are kept on the way, for an empty result."""
-    from cdc.formats.jsonl import CHUNK_BYTES, read_chunks
+    from cdc.formats.jsonl import BOM, CHUNK_BYTES, read_chunks
+    from cdc.formats.prefetch import prefetched_chunks
     from cdc.formats.streams import decompressed, open_input
 
     for path in job.inputs:
         name = display_name(path)
-        stream = decompressed(open_input(path, on_bytes), name)
+        raw = open_input(path, on_bytes)
+        stream = decompressed(raw, name)
+        chunks: Any  # a generator, closed below
+        if stream is raw and path != STDIO:  # a plain file gives full chunks, read as they are taken
+            chunks = read_chunks(stream, size or CHUNK_BYTES, count_lines)
+        else:  # a pipe's reads are small, a decompressor is work: both on a thread of their own
+            chunks = prefetched_chunks(stream, size or CHUNK_BYTES, count_lines, BOM)
         try:
-            for chunk, first in read_chunks(stream, size or CHUNK_BYTES, count_lines):
+            for chunk, first in chunks:
                 if examples is not None:
                     examples.add_lines(chunk)
                 yield chunk, first, name
         finally:
+            chunks.close()  # stops a reader thread
             if path != STDIO:
                 stream.close()
-
-
-def is_stdin(path: str) -> bool:
-    return path == STDIO

@@ -8,7 +8,7 @@ decoded from the schema block, and with a key the before image is rebuilt from t
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from decimal import Decimal
 from typing import Any, BinaryIO
 
@@ -767,11 +767,3 @@ class DebeziumEncoder:
     def finish(self) -> list[Row]:
         pending, self.pending = self.pending, None
         return [] if pending is None else [self._event("d", pending, None, pending)]
-
-
-def encode_debezium(rows: Iterable[Row], spec: EncodeSpec, counts: Counts) -> Iterator[Row]:
-    """Changelog rows → Debezium events (the whole stream at once)."""
-    encoder = DebeziumEncoder(spec, counts)
-    for row in rows:
-        yield from encoder.step(row)
-    yield from encoder.finish()

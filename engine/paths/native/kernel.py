@@ -58,7 +58,7 @@ def _decode(spec: DecodeSpec, counts: Counts, decoder: Any) -> _Kernel | None:
 
 def _decodes(job: Any) -> bool:
     """The envelopes the kernel reads (Debezium: not with a schema in every event)."""
-    spec = job.spec
+    spec: DecodeSpec = job.spec
     if spec.envelope == "debezium":
         return bool(spec.schema_include != "true")
     return spec.envelope in ENVELOPE_KERNELS

@@ -34,6 +34,7 @@ from cdc.engine.empty import empty_result, examples_for
 from cdc.engine.handover import hand_over
 from cdc.engine.inputs import line_chunks
 from cdc.engine.job import Job, Result
+from cdc.engine.paths import texts_parquet
 from cdc.engine.paths.native.kernel import KINDS, _kernel, available
 from cdc.engine.session import Session, result_skips
 from cdc.engine.tables import new_table_state, table_rows, write_rows, write_texts
@@ -56,7 +57,8 @@ def run(job: Job, current: Session) -> Result:
     spec = job.spec
     state = new_table_state(spec)
     assert isinstance(state, KeyedState)
-    as_texts = job.writes_bytes and job.out_format == "jsonl" and not (job.columns or spec.sort)
+    as_lines = job.writes_bytes and job.out_format == "jsonl" and not (job.columns or spec.sort)
+    as_texts = as_lines or texts_parquet.takes(job)
     lines = KeyedLines(state, spec.kind_column, keep_texts=as_texts, told=partial(hand_over, current))
     examples = examples_for(spec, job.out_format)  # for an empty table's columns and types
     for chunk, first, name in line_chunks(job, current.on_bytes, examples=examples):
@@ -65,10 +67,12 @@ def run(job: Job, current: Session) -> Result:
     current.where = _inputs  # an error of the output (a column CSV cannot take) names the inputs
     result = Result(path="keyed-kernel", read=lines.records, detail=state)
     texts = lines.texts()
-    if texts is not None:
+    empty = partial(empty_result, spec, None, examples, state.metadata)
+    if texts is not None and as_lines:
         result.counts.written = write_texts(job, current, texts)
+    elif texts is not None:
+        result.counts.written = texts_parquet.write_parquet(job, current, texts, empty)  # type: ignore[arg-type]
     else:
-        empty = partial(empty_result, spec, None, examples, state.metadata)
         result.counts.written = write_rows(job, current, table_rows(state, spec), empty=empty)
     result_skips(current, result)
     return result
@@ -244,7 +248,11 @@ class KeyedLines:
     def texts(self) -> list[bytes] | None:
         """The live rows as JSON texts, in first-insertion order, as their last change wrote them
         (compact); None once the general state holds the table."""
-        return None if self.rows is None else self.rows.texts()  # type: ignore[no-any-return]
+        if self.rows is None:
+            return None
+        texts: list[bytes] = self.rows.texts()
+        self.rows = None  # the kernel's table is freed: the texts are the one copy from here on
+        return texts
 
 
 def _at(where: Location) -> Location:
