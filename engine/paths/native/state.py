@@ -609,8 +609,8 @@ class ReplayEngine(Engine):
         self.writer = JsonlWriter(out)
         self.counts = ReplayCounts()
         self.by_kind: dict[str, int] = dict.fromkeys(KINDS, 0)
-        self.since = TimePoint(spec.since) if spec.since is not None else None
-        self.until = TimePoint(spec.until) if spec.until is not None else None
+        self.since = TimePoint(spec.since, "--since", spec.time_column) if spec.since is not None else None
+        self.until = TimePoint(spec.until, "--until", spec.time_column) if spec.until is not None else None
         self.replayer: Replayer | None = None
         flags = F_RETRACT if spec.emit == "retract" else 0
         flags |= F_KEEP_NOOP if spec.keep_noop else 0
