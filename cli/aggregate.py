@@ -42,12 +42,13 @@ def command(
         ),
     ] = None,
     where: Annotated[
-        str | None,
+        list[str] | None,
         typer.Option(
             "--where",
             rich_help_panel=PANEL,
             show_default=False,
-            help="Keep input rows where COL OP VALUE (= != <> < <= > >=, IS [NOT] NULL), joined by AND.",
+            help="Keep input rows where COL OP VALUE (= != <> < <= > >=, IS [NOT] NULL), joined by AND; "
+            "repeated, the conditions are joined by AND too.",
         ),
     ] = None,
     emit: Annotated[
@@ -104,7 +105,11 @@ def command(
     from cdc.core.aggregate import AggregateQuery
 
     query = AggregateQuery.parse(
-        group_by or (), agg or (), emit.value, where, retractions=input_mode != o.InputMode.append
+        group_by or (),
+        agg or (),
+        emit.value,
+        " AND ".join(where) if where else None,
+        retractions=input_mode != o.InputMode.append,
     )
     spec = AggregateSpec(
         query,

@@ -823,3 +823,26 @@ def _append_only(kind: str) -> None:
 def aggregate(changes: Iterable[Change], spec: AggregateQuery, findings: Findings | None = None) -> Iterator[Change]:
     """The update log of ``spec`` over ``changes`` (kind, row)."""
     return GroupAggregate(spec, findings).run(changes)
+
+
+UPSERT_STREAM = (
+    "+U with no -U before it: an upsert stream (only +I/+U), whose every update a changelog "
+    "aggregate counts as one more row; read it with --input-mode upsert --key COL"
+)
+
+
+class UpsertWatch:
+    """``aggregate`` reading a changelog: a ``+U`` with no ``-U`` anywhere before it means an
+    upsert stream, which changelog mode miscounts — a finding, once (``--on-inconsistency fail``
+    stops there). A ``-U`` first (a retract stream) ends the watch."""
+
+    def __init__(self, findings: Findings):
+        self.findings = findings
+        self.watching = True
+
+    def see(self, kind: str, where: Where) -> None:
+        if kind == "-U":
+            self.watching = False
+        elif kind == "+U":
+            self.watching = False
+            self.findings.add("upsert stream read as a changelog", UPSERT_STREAM, where)

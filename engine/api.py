@@ -207,7 +207,7 @@ def aggregate(
     group_by: Columns | None = None,
     agg: Columns,
     emit: str = "retract",
-    where: str | None = None,
+    where: str | Sequence[str] | None = None,
     input_mode: str = "changelog",
     key: Columns | None = None,
     delete_when: tuple[str, str] | None = None,
@@ -220,6 +220,8 @@ def aggregate(
     from cdc.core.aggregate import AggregateQuery
 
     aggs = [agg] if isinstance(agg, str) else list(agg)
+    if where is not None and not isinstance(where, str):
+        where = " AND ".join(where) if where else None  # several conditions: all of them hold
     query = AggregateQuery.parse(_names(group_by), aggs, emit, where, retractions=input_mode != "append")
     spec = AggregateSpec(query, input_mode, _names(key), delete_when, kind_column, Policy(on_inconsistency))
     return _run(spec, source, io)

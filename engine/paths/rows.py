@@ -167,7 +167,7 @@ def _replay(spec: ReplaySpec, result: Result) -> Steps:
 
 def _aggregate(spec: AggregateSpec, result: Result, where: Where) -> Steps:
     """A continuous GROUP BY: each change updates its group, which emits what changed."""
-    from cdc.core.aggregate import GroupAggregate
+    from cdc.core.aggregate import GroupAggregate, UpsertWatch
     from cdc.core.inputmodes import change_reader
     from cdc.core.state import Findings
 
@@ -181,8 +181,12 @@ def _aggregate(spec: AggregateSpec, result: Result, where: Where) -> Steps:
     if spec.input_mode == "upsert":  # Flink's ChangelogNormalize before the aggregate
         normalize = KeyedReplay(ReplaySpec(spec.key, keep_noop=False)).apply
 
+    watch = UpsertWatch(group.findings) if spec.input_mode == "changelog" else None
+
     def step(row: Row) -> list[Row]:
         kind, image = change_of(row)
+        if watch is not None and watch.watching:
+            watch.see(kind, where)
         changes = normalize(kind, image) if normalize is not None else [(kind, image)]
         out = []
         for k, r in changes:

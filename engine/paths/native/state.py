@@ -165,6 +165,10 @@ class Engine:
     watch: tuple[bytes, ...] = ()  # names that hand a chunk naming one over (unknown commit columns)
     examples: Examples | None = None  # the first changes, for an empty result's columns and types
 
+    def hands_over(self, chunk: bytes) -> bool:
+        """Whether the general way is to take this chunk and the rest (before the kernel sees it)."""
+        return any(name in chunk for name in self.watch)
+
     def apply(self, packed: bytes, at: Chunk) -> int | None:
         """Apply the records; None, or the byte offset in them of the record the kernel stopped
         at (the engine is to hand over before it: the general way takes it and the rest)."""
@@ -224,7 +228,7 @@ class StateLines:
         self._last = Location(source, first_line + count_lines(chunk) - (1 if chunk.endswith(b"\n") else 0))
         at = Chunk(chunk, source, first_line, reject)
         job = None
-        if self.engine.kernel is not None and any(name in chunk for name in self.engine.watch):
+        if self.engine.kernel is not None and self.engine.hands_over(chunk):
             self._drain()
             if self.engine.kernel is not None:
                 self.engine.hand_over()
