@@ -172,7 +172,8 @@ def open_rows(job: Job, reject: Reject, on_bytes: Any, counts: Counts) -> RowRea
         if envelope is not None:  # changelog rows decoded on the way in (-i debezium)
             # The command's key rebuilds partial before images too (REPLICA IDENTITY DEFAULT).
             key = getattr(job.spec, "key", ())
-            decoder = decoder_for(DecodeSpec(envelope, job.spec.kind_column, key=key), counts)
+            # its rows are counted once, by the command; its notes (tombstones) are the command's
+            decoder = decoder_for(DecodeSpec(envelope, job.spec.kind_column, key=key), Counts(notes=counts.notes))
             readers[envelope] = decoder.reader
     return open_inputs(job.inputs, job.formats, reject, on_bytes, readers)
 
