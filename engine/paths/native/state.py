@@ -40,7 +40,7 @@ from cdc.core.timeorder import TimePoint, as_number, sort_key
 from cdc.engine.empty import Examples, empty_result, examples_for
 from cdc.engine.inputs import line_chunks
 from cdc.engine.job import Job, Result
-from cdc.engine.paths.native.kernel import KINDS, _kernel, available, count_lines
+from cdc.engine.paths.native.kernel import KINDS, _kernel, available, count_lines, escape_at
 from cdc.engine.session import Session, result_skips
 from cdc.engine.tables import metadata_of, new_table_state, table_rows, write_rows, write_texts
 from cdc.formats.jsonl import (
@@ -166,8 +166,9 @@ class Engine:
     examples: Examples | None = None  # the first changes, for an empty result's columns and types
 
     def hands_over(self, chunk: bytes) -> bool:
-        """Whether the general way is to take this chunk and the rest (before the kernel sees it)."""
-        return any(name in chunk for name in self.watch)
+        """Whether the general way is to take this chunk and the rest (before the kernel sees it):
+        one with an escape the kernel would copy as written (``kernel.escape_at``), or naming a watched column."""
+        return escape_at(chunk) >= 0 or any(name in chunk for name in self.watch)
 
     def apply(self, packed: bytes, at: Chunk) -> int | None:
         """Apply the records; None, or the byte offset in them of the record the kernel stopped
