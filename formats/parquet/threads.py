@@ -82,6 +82,9 @@ class ThreadedParquetWriter:
     columns ``dictionary_columns`` picks from the first batch, for the whole file."""
 
     def __init__(self, stream: BinaryIO, schema: Any, threads: int | None = None, dictionary: Any = True):
+        from cdc.formats.parquet.io import check_depth
+
+        check_depth(schema)  # before a byte is written
         self._stream = stream
         self._schema = schema
         self._dictionary = dictionary
