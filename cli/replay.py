@@ -164,16 +164,15 @@ def _live(common: o.Common, spec: ReplaySpec, delay: float) -> None:
             "--live shows a table changing on a terminal, and stdout is not one",
             hint="drop --live to write the replayed changelog, or run it in a terminal",
         )
-    from rich.console import Console
     from rich.live import Live
     from rich.table import Table
 
-    from cdc.cli.table import KIND_STYLES, cell
+    from cdc.cli.table import KIND_STYLES, StdoutConsole, cell
     from cdc.core.specs import CopySpec
     from cdc.engine.run import run_job
 
     state = KeyedReplay(spec)
-    console = Console()
+    console = StdoutConsole()
     change_of = change_reader(spec.input_mode, spec.kind_column, spec.delete_when)
 
     def render(last_kind: str | None, last_key: Any) -> Table:

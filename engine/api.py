@@ -233,12 +233,20 @@ def inspect(
     key: Columns | None = None,
     time_column: str | None = None,
     kind_column: str = "op",
+    strict: bool = False,
     **io: Unpack[IO],
 ) -> dict[str, Any]:
-    """What kind of changelog this is: kinds, mode, counts, keys, findings (``cdc inspect --json``)."""
+    """What kind of changelog this is: kinds, mode, counts, keys, findings (``cdc inspect --json``);
+    ``strict=True`` raises ``InconsistencyError`` when there are findings (``cdc inspect --strict``)."""
     result = _run(InspectSpec(kind_column, _names(key), time_column), source, io)
     sources = [os.fspath(source)] if isinstance(source, str | os.PathLike) else ["<rows>"]
     report: dict[str, Any] = result.detail.as_dict(sources)
+    inconsistent = report["consistency"]["inconsistent_changes"]
+    if strict and inconsistent:
+        from cdc.core.errors import InconsistencyError
+
+        first = report["consistency"]["examples"][0] if report["consistency"]["examples"] else ""
+        raise InconsistencyError(f"{inconsistent} inconsistent change(s) (first: {first})")
     return report
 
 

@@ -38,7 +38,8 @@ def input_choices(spec: Any) -> tuple[str, ...]:
 def resolve(job: Job) -> Job:
     """The job with every input's format and the output's format decided (and ``--envelope
     auto`` from the first record, where it can be read ahead)."""
-    out_format = SINK if job.sink is not None else output_format(job.output, job.output_format)
+    unnamed = job.sink is None and not job.output_format and _special_unnamed(job.output)
+    out_format = SINK if job.sink is not None else "jsonl" if unnamed else output_format(job.output, job.output_format)
     if job.rows is not None:
         return job.with_(formats=(SINK,), out_format=out_format)
     spec = job.spec
@@ -61,7 +62,17 @@ def resolve(job: Job) -> Job:
         columns = first_columns(job.inputs[0], formats[0])
         if columns is not None:  # else every known commit column is taken for one
             spec = replace(spec, commit_columns=tuple(c for c in COMMIT_COLUMNS if c in columns))
+    if unnamed and formats[0] in INPUT_FORMATS:  # -o /dev/null, a FIFO: the input's format
+        out_format = formats[0]
     return job.with_(spec=spec, formats=tuple(formats), out_format=out_format)
+
+
+def _special_unnamed(path: str) -> bool:
+    """An output that is not a regular file (``/dev/null``, a FIFO) and whose name has no
+    format's suffix: written in the format of the input, as stdout is — never guessed from the name."""
+    from cdc.formats.streams import is_special
+
+    return path != STDIO and format_of(path) is None and is_special(path)
 
 
 def first_columns(path: str, fmt: str) -> list[str] | None:
