@@ -62,6 +62,7 @@ from cdc.core.model import Row
 from cdc.core.predicate import Predicate, number_from_text, parse_where
 from cdc.core.rowstore import hashable
 from cdc.core.state import Findings, Policy, Where
+from cdc.core.values import json_text
 
 Change = tuple[str, Row]
 
@@ -791,7 +792,7 @@ class GroupAggregate:
 
     def _unmatched(self, kind: str, row: Row, where: Where) -> None:
         args = [a.arg for a in self.spec.aggs if a.arg is not None]
-        values = ", ".join(f"{c}={row.get(c)!r}" for c in dict.fromkeys(args))
+        values = ", ".join(f"{c}={json_text(row.get(c))}" for c in dict.fromkeys(args))
         self.findings.add(
             "retraction of a row never accumulated",
             f"{kind} of a row ({values}) that {self._describe_group(row)} never accumulated (Flink applies it anyway)",

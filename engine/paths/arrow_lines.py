@@ -84,6 +84,7 @@ def accepts(job: Job) -> bool:
     return (
         job.writes_bytes
         and job.rows is None
+        and STDIO not in job.inputs  # a value the writer refuses names its <stdin>:LINE: the row path keeps them
         and job.out_format == "parquet"
         and not job.columns
         and bool(job.formats)

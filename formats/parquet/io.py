@@ -425,7 +425,9 @@ def _kind(value: Any) -> str:
 
 
 def _clip(value: Any) -> str:
-    text = repr(value)
+    from cdc.core.values import json_text
+
+    text = json_text(value)
     return text if len(text) <= 40 else text[:40] + "…"
 
 
