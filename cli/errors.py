@@ -32,8 +32,19 @@ def _silence_stdout() -> None:
         pass
 
 
+def _main_thread() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
+
+
 @contextmanager
 def reported_errors(verbose: bool = False, output: str = "-") -> Iterator[None]:
+    import signal
+
+    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler and _main_thread():
+        # from here on an output may be open: Ctrl-C unwinds (KeyboardInterrupt), rolling it back
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         yield
     except CdcError as exc:
