@@ -9,6 +9,7 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 import typer.core
+import typer.main
 
 from cdc import __version__
 
@@ -91,6 +92,14 @@ def build_app(only: str | None = None) -> typer.Typer:
         if only is None or name == only:
             app.command(name, short_help=short_help, cls=_Command)(importlib.import_module(f"cdc.cli.{module}").command)
     return app
+
+
+def command_options() -> dict[str, set[str]]:
+    """Each command's option names (builds every command: for messages, not for start-up)."""
+    from cdc.cli.errors import options_of
+
+    app = typer.main.get_command(build_app())
+    return {name: options_of(command) for name, command in app.commands.items()}  # type: ignore[attr-defined]
 
 
 def main() -> NoReturn:
