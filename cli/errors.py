@@ -8,6 +8,7 @@ import sys
 import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import typer
 
