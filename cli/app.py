@@ -8,6 +8,8 @@ import sys
 from typing import Annotated, Any, NoReturn
 
 import typer
+import typer.core
+import typer.main
 
 from cdc import __version__
 
@@ -45,6 +47,35 @@ def _root(
     """Convert and check changelog files the way Apache Flink SQL reads changelog streams."""
 
 
+class _Command(typer.core.TyperCommand):
+    """A command that refuses an option of one value given twice: the first would be ignored."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        single: dict[str, str] = {}
+        for param in self.params:
+            takes_one = getattr(param, "is_flag", True) is False and not getattr(param, "multiple", True)
+            if param.param_type_name == "option" and takes_one and param.nargs == 1:
+                for name in (*param.opts, *param.secondary_opts):
+                    single[name] = param.opts[0]
+        seen: dict[str, str] = {}
+        i = 0
+        while i < len(args) and args[i] != "--":
+            arg = args[i]
+            name = arg.split("=", 1)[0] if arg.startswith("--") else arg[:2]
+            i += 1
+            if arg.startswith("-") and name in single:
+                option = single[name]
+                value = arg[len(name) :].removeprefix("=") if arg != name else (args[i] if i < len(args) else "")
+                if arg == name:
+                    i += 1  # its value
+                if option in seen:
+                    from typer._click.exceptions import UsageError
+
+                    raise UsageError(f"{option} given twice ({seen[option]!r}, {value!r}): give it once", ctx=ctx)
+                seen[option] = value
+        return super().parse_args(ctx, args)
+
+
 def build_app(only: str | None = None) -> typer.Typer:
     """The app with every command, or with just the one named ``only``."""
     app = typer.Typer(
@@ -59,8 +90,16 @@ def build_app(only: str | None = None) -> typer.Typer:
     app.callback()(_root)
     for name, (module, short_help) in COMMANDS.items():
         if only is None or name == only:
-            app.command(name, short_help=short_help)(importlib.import_module(f"cdc.cli.{module}").command)
+            app.command(name, short_help=short_help, cls=_Command)(importlib.import_module(f"cdc.cli.{module}").command)
     return app
+
+
+def command_options() -> dict[str, set[str]]:
+    """Each command's option names (builds every command: for messages, not for start-up)."""
+    from cdc.cli.errors import options_of
+
+    app = typer.main.get_command(build_app())
+    return {name: options_of(command) for name, command in app.commands.items()}  # type: ignore[attr-defined]
 
 
 def main() -> NoReturn:
