@@ -74,7 +74,8 @@ MemoryLimit = Annotated[
         show_default=False,
         rich_help_panel=STATE_PANEL,
         help="Memory the table may take (512MB, 8GB, 40%); past it the changes spill to --temp-dir, "
-        "partitioned by key, and come back in the same order. \\[default: 50% of RAM]",
+        "partitioned by key, and come back in the same order (stdin is read ahead to tell only when this "
+        "is given). \\[default: 50% of RAM]",
     ),
 ]
 TempDir = Annotated[
@@ -140,7 +141,11 @@ def command(
         common.output_format = "table"
     from cdc.engine.run import memory_limit as limit_of
 
-    limits = {"memory_limit": limit_of(memory_limit), "temp_dir": temp_dir}
+    limits = {
+        "memory_limit": limit_of(memory_limit),
+        "temp_dir": temp_dir,
+        "stdin_read_ahead": memory_limit is not None,
+    }
     if temp_dir is not None and not os.path.isdir(temp_dir):
         raise UsageError(f"--temp-dir: {temp_dir!r} is not a folder")
     if expect is None:

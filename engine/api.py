@@ -188,6 +188,7 @@ def materialize(
         io,
         memory_limit=limit_of(memory_limit),
         temp_dir=os.fspath(temp_dir) if temp_dir is not None else None,
+        stdin_read_ahead=memory_limit is not None,
     )
 
 

@@ -14,7 +14,8 @@ its lines, and the partitions' tables are merged by that place.
 
 When the run spills is decided before it starts: named files by their size (a compressed file
 counted as four times its size); stdin by reading ahead up to a quarter of the limit — if it
-ends there the run goes on in memory from what was read. Progress lines on stderr say how many
+ends there the run goes on in memory from what was read (only when ``--memory-limit`` is given:
+else stdin is read as it comes, in memory). Progress lines on stderr say how many
 changes and keys are held and spilled. The temporary folder (``--temp-dir``, else the system's)
 goes when the run ends, however it ends.
 
@@ -137,8 +138,8 @@ def run_limited(job: Job, progress: Progress | None, in_memory: Callable[[Job], 
         if need <= limit:
             return in_memory(job)
         return Spill(job, progress, parts=_parts(need, limit)).run(None)
-    if job.inputs != (STDIO,):
-        return in_memory(job)  # stdin among files: read as it comes, in memory
+    if job.inputs != (STDIO,) or not job.stdin_read_ahead:
+        return in_memory(job)  # stdin among files, or no limit given: read as it comes, in memory
     return _stdin(job, progress, in_memory)
 
 
@@ -162,13 +163,36 @@ def _stdin(job: Job, progress: Progress | None, in_memory: Callable[[Job], Resul
             break
     else:
         saved = sys.stdin
-        sys.stdin = io.TextIOWrapper(io.BytesIO(b"".join(c for c, _, _ in head)))
+        sys.stdin = io.TextIOWrapper(io.BufferedReader(_Held([c for c, _, _ in head])))
         head.clear()
         try:
             return in_memory(job)
         finally:
             sys.stdin = saved
     return Spill(job, progress, parts=64).run(_chain(head, chunks))
+
+
+class _Held(io.RawIOBase):
+    """Chunks read ahead, read again (each let go once read)."""
+
+    def __init__(self, chunks: list[bytes]):
+        self._chunks = chunks[::-1]
+        self._at = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        while self._chunks and self._at >= len(self._chunks[-1]):
+            self._chunks.pop()
+            self._at = 0
+        if not self._chunks:
+            return 0
+        chunk = self._chunks[-1]
+        n = min(len(buffer), len(chunk) - self._at)
+        buffer[:n] = chunk[self._at : self._at + n]
+        self._at += n
+        return n
 
 
 def _chain(
