@@ -4,16 +4,19 @@ from __future__ import annotations
 
 from cdc.cli import options as o
 from cdc.cli.decode import (
-    Bootstrap,
     Key,
     Metadata,
     OnTruncate,
     OnTruncateOpt,
+    Placeholder,
     RawValues,
     SchemaInclude,
     SchemaIncludeOpt,
-    decode,
+    Strict,
+    report_decode_findings,
 )
+from cdc.cli.running import call
+from cdc.engine import api
 
 
 @o.cdc_command(o.INPUT, o.OUTPUT, o.ERRORS, o.REPORT, o.SQL)
@@ -25,6 +28,8 @@ def command(
     metadata: Metadata = None,
     raw_values: RawValues = False,
     kind_column: o.KindColumn = "op",
+    strict: Strict = False,
+    unavailable_placeholder: Placeholder = None,
 ) -> None:
     """Decode Debezium JSON change events into changelog rows, exactly as Flink's debezium-json does.
 
@@ -44,17 +49,19 @@ def command(
       --on-error skip --print-sql
     ```
     """
-    decode(
+    result = call(
         common,
-        "debezium",
-        key,
-        schema_include,
-        on_truncate,
-        metadata,
-        raw_values,
-        None,
-        None,
-        Bootstrap.insert,
-        kind_column,
+        api.debezium_decode,
         "debezium-decode",
+        table_kinds=kind_column,
+        key=key,
+        schema_include=schema_include,
+        on_truncate=on_truncate,
+        metadata=metadata,
+        raw_values=raw_values,
+        kind_column=kind_column,
+        strict=strict,
+        unavailable_placeholder=unavailable_placeholder,
     )
+    if result.sql is None:
+        report_decode_findings("debezium-decode", result.counts.notes)

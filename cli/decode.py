@@ -4,13 +4,13 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from cdc.cli import options as o
-from cdc.cli.running import run
-from cdc.core.specs import DecodeSpec
+from cdc.cli.running import call
+from cdc.engine import api
 
 PANEL = "Envelope"
 
@@ -101,44 +101,40 @@ TableInclude = Annotated[
         help="Canal, Maxwell, OGG: only tables matching this regular expression.",
     ),
 ]
+Strict = Annotated[
+    bool,
+    typer.Option(
+        "--strict",
+        rich_help_panel=PANEL,
+        help="Debezium: fail at the first finding (a stale before image, an unchanged-value placeholder "
+        "no --key can rebuild, a tombstone among flattened rows) instead of warning.",
+    ),
+]
+Placeholder = Annotated[
+    str | None,
+    typer.Option(
+        "--unavailable-placeholder",
+        rich_help_panel=PANEL,
+        show_default=False,
+        help="Debezium's unavailable.value.placeholder when it is not __debezium_unavailable_value.",
+    ),
+]
 BootstrapOpt = Annotated[
     Bootstrap,
     typer.Option("--bootstrap", rich_help_panel=PANEL, help="Maxwell bootstrap-insert rows: as inserts, or skip."),
 ]
 
 
-def decode(
-    common: o.Common,
-    envelope: str,
-    key: list[str] | None,
-    schema_include: SchemaInclude,
-    on_truncate: OnTruncate,
-    metadata: list[str] | None,
-    raw_values: bool,
-    database_include: str | None,
-    table_include: str | None,
-    bootstrap: Bootstrap,
-    kind_column: str,
-    command: str,
-) -> None:
-    spec = DecodeSpec(
-        envelope=envelope,
-        kind_column=kind_column,
-        schema_include=schema_include.value,
-        raw_values=raw_values,
-        metadata=tuple(metadata or ()),
-        on_truncate=on_truncate.value,
-        key=o.split_list(key),
-        database_include=database_include,
-        table_include=table_include,
-        bootstrap=bootstrap.value,
-    )
-    if common.print_sql:
-        from cdc.cli.print_sql import print_decode_sql
+def report_decode_findings(command: str, notes: Any) -> None:
+    """What the events said against themselves, always on stderr (the counts are in --stats too)."""
+    from cdc.cli.errors import say
+    from cdc.formats.debezium import FINDINGS
 
-        print_decode_sql(common, spec)
-        return
-    run(common, spec, command)
+    found = [(what, notes[what]) for what in FINDINGS if notes.get(what)]
+    if found:
+        total = sum(n for _, n in found)
+        kinds = ", ".join(f"{what} {n}" for what, n in found)
+        say(f"cdc: {command}: warning: {total} finding(s): {kinds}; --strict stops at the first")
 
 
 @o.cdc_command(o.INPUT, o.OUTPUT, o.ERRORS, o.REPORT, o.SQL)
@@ -162,6 +158,8 @@ def command(
     table_include: TableInclude = None,
     bootstrap: BootstrapOpt = Bootstrap.insert,
     kind_column: o.KindColumn = "op",
+    strict: Strict = False,
+    unavailable_placeholder: Placeholder = None,
 ) -> None:
     """Decode CDC change events — Debezium, Canal, Maxwell or Oracle GoldenGate JSON — into
     changelog rows, exactly as Flink's *-json formats read them.
@@ -180,17 +178,23 @@ def command(
       --on-error skip --print-sql
     ```
     """
-    decode(
+    result = call(
         common,
-        envelope.value,
-        key,
-        schema_include,
-        on_truncate,
-        metadata,
-        raw_values,
-        database_include,
-        table_include,
-        bootstrap,
-        kind_column,
+        api.decode,
         "decode",
+        table_kinds=kind_column,
+        envelope=envelope,
+        key=key,
+        schema_include=schema_include,
+        on_truncate=on_truncate,
+        metadata=metadata,
+        raw_values=raw_values,
+        database_include=database_include,
+        table_include=table_include,
+        bootstrap=bootstrap,
+        kind_column=kind_column,
+        strict=strict,
+        unavailable_placeholder=unavailable_placeholder,
     )
+    if result.sql is None:
+        report_decode_findings("decode", result.counts.notes)

@@ -1,9 +1,9 @@
 """Options shared by the commands, declared once, as groups a command asks for.
 
 ``@cdc_command(INPUT, OUTPUT, ERRORS, REPORT)`` appends the groups' options to the command's own
-and hands the command one ``Common`` object with their values; the command's body then builds a
-spec and calls ``cli.running.run``. Errors raised anywhere inside become a message and an exit
-code at one boundary (``cli.errors``).
+and hands the command one ``Common`` object with their values; the command's body then makes
+one Python API call (``cli.running.call``) and renders its result. Errors raised anywhere
+inside become a message and an exit code at one boundary (``cli.errors``).
 """
 
 from __future__ import annotations
@@ -70,6 +70,7 @@ class Common:
     sink_topic: str | None = None
     bootstrap_servers: str | None = None
     sink_path: str | None = None
+    given: frozenset[str] = frozenset()  # the shared options the command has (cli.running.call passes them on)
 
 
 @dataclass(frozen=True)
@@ -349,7 +350,7 @@ def cdc_command(*groups: Group) -> Callable[[Callable[..., None]], Callable[...,
         def wrapper(**values: Any) -> None:
             from cdc.cli.errors import reported_errors
 
-            common = Common()
+            common = Common(given=frozenset(names))
             for name in names:
                 value = values.pop(name)
                 if name == "columns":
@@ -379,7 +380,3 @@ CommitColumnsOpt = Annotated[
         "_change_ordinal, _commit_snapshot_id where present; '' for none]",
     ),
 ]
-
-
-def commit_columns(value: str | None) -> tuple[str, ...] | None:
-    return None if value is None else split_list(value)

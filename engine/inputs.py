@@ -188,23 +188,36 @@ def first_record(path: str, lines: int = 100) -> tuple[Any, int] | None:
     return None
 
 
-def open_rows(job: Job, reject: Reject, on_bytes: Any, counts: Counts) -> RowReader:
+def open_rows(job: Job, reject: Reject, on_bytes: Any, counts: Counts, findings: Any = None) -> RowReader:
     """The job's input rows, every input in order: changelog rows for an envelope input
-    (decoded by one decoder, ``counts`` its counts), else the rows as read."""
+    (decoded by one decoder, ``counts`` its counts; ``findings`` the command's, where what the
+    events say against themselves goes), else the rows as read."""
     if job.rows is not None:
-        decoder = decoder_for(job.spec, counts) if job.spec.reads == EVENTS else None
+        decoder = decoder_for(job.spec, counts, findings) if job.spec.reads == EVENTS else None
         return IterableReader(job.rows, reject, decoder)
     readers: dict[str, Any] = {}
     if job.spec.reads == EVENTS:  # events decoded: decode
-        readers = dict.fromkeys(job.formats, decoder_for(job.spec, counts).reader)
+        readers = dict.fromkeys(job.formats, decoder_for(job.spec, counts, findings).reader)
     else:
         envelope = next((f for f in job.formats if f in ENVELOPES), None)
         if envelope is not None:  # changelog rows decoded on the way in (-i debezium)
-            # The command's key rebuilds partial before images too (REPLICA IDENTITY DEFAULT).
-            key = getattr(job.spec, "key", ())
-            decoder = decoder_for(DecodeSpec(envelope, job.spec.kind_column, key=key), counts)
-            readers[envelope] = decoder.reader
+            readers[envelope] = decoder_for(events_spec(job.spec, envelope), counts, findings).reader
     return open_inputs(job.inputs, job.formats, reject, on_bytes, readers)
+
+
+def events_spec(spec: Any, envelope: str) -> DecodeSpec:
+    """How a command that reads changelog rows decodes envelope inputs (``-i debezium``): the
+    command's key rebuilds partial before images too (REPLICA IDENTITY DEFAULT); a command that
+    keeps state keeps the live rows (a snapshot re-read of a live row is found), under its policy."""
+    from cdc.core.state import Policy
+
+    return DecodeSpec(
+        envelope,
+        spec.kind_column,
+        key=getattr(spec, "key", ()),
+        policy=getattr(spec, "policy", Policy.warn),
+        live_rows=not spec.stateless,
+    )
 
 
 class IterableReader(RowReader):
@@ -269,7 +282,3 @@ def line_chunks(
             chunks.close()  # stops a reader thread
             if path != STDIO:
                 stream.close()
-
-
-def is_stdin(path: str) -> bool:
-    return path == STDIO

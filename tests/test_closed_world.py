@@ -31,6 +31,7 @@ from cdc.core.aggregate import AggregateQuery
 from cdc.core.errors import UsageError
 from cdc.core.kinds import RowKind
 from cdc.core.mapping import DEFAULT_FROM_MAPPING, DEFAULT_TO_MAPPING
+from cdc.core.model import OnError
 from cdc.core.specs import (
     EVENTS,
     PLAIN,
@@ -45,11 +46,12 @@ from cdc.core.specs import (
     ToChangelogSpec,
 )
 from cdc.core.state import Policy
-from cdc.engine.commands import EVERY, Command, implements
+from cdc.engine.commands import EVERY, JOB_OPTIONS, Command, implements
 from cdc.engine.inputs import resolve
 from cdc.engine.job import Job
 from cdc.engine.plan import PATHS, choose
 from cdc.engine.plan import Path as EnginePath
+from cdc.engine.sinks import ListSink
 
 # Each command's spec with its required fields, and the fields each field needs to be set with.
 BASE: dict[type, Callable[..., Any]] = {
@@ -96,6 +98,9 @@ VALUES: dict[tuple[type, str], dict[str, Any]] = {
     (DecodeSpec, "database_include"): {"envelope": "maxwell", "database_include": "shop"},
     (DecodeSpec, "table_include"): {"envelope": "maxwell", "table_include": "orders"},
     (DecodeSpec, "bootstrap"): {"envelope": "maxwell", "bootstrap": "skip"},
+    (DecodeSpec, "policy"): {"policy": Policy.fail},
+    (DecodeSpec, "unavailable_placeholder"): {"unavailable_placeholder": "__n/a__"},
+    (DecodeSpec, "live_rows"): {"live_rows": True},
     (EncodeSpec, "kind_column"): {"kind_column": "kind"},
     (EncodeSpec, "split_updates"): {"split_updates": True},
     (EncodeSpec, "time_column"): {"time_column": "ts"},
@@ -160,7 +165,10 @@ def _rows(spec: Any) -> list[dict[str, Any]]:
     if isinstance(spec, DecodeSpec):
         return _events(spec)
     out = []
-    for change in CHANGES:
+    changes = CHANGES
+    if isinstance(spec, FromChangelogSpec):  # a change feed's commit: its post-image first
+        changes = [*CHANGES[:-2], CHANGES[-1], CHANGES[-2]]
+    for change in changes:
         row = {k: v for k, v in change.items() if k != "op"}
         if isinstance(spec, FromChangelogSpec):
             code = FROM_CODES[change["op"]]
@@ -211,13 +219,17 @@ FORMATS = {
 WRITES_EVENTS = (EncodeSpec,)
 
 
-def _job(tmp: Path, path: str, spec: Any) -> tuple[Job, Path]:
+def _job(tmp: Path, path: str, spec: Any, bad: bool = False) -> tuple[Job, Path]:
+    """A job of ``spec`` on inputs ``path`` reads; ``bad``: with a bad record in them."""
     fmt, suffix = FORMATS[path]
     if spec.reads == EVENTS:
         fmt = "jsonl"  # change events are JSON lines
     if isinstance(spec, WRITES_EVENTS):
         suffix = ".jsonl"
     rows = _rows(spec)
+    if bad:  # a record whose kind, op code or event type is none: set aside or failed on
+        marker = next(iter(rows[1]))
+        rows.insert(2, {**rows[1], marker: "bogus"})
     source = tmp / f"in.{fmt}"
     if fmt == "parquet":
         write_parquet(source, rows)
@@ -233,6 +245,13 @@ def _one_time() -> Any:
     import datetime as dt
     from unittest import mock
 
+    # pyarrow's extension modules, loaded before datetime is patched: each keeps the real type
+    import pyarrow._compute
+    import pyarrow._csv
+    import pyarrow._json
+    import pyarrow.dataset
+    import pyarrow.parquet  # noqa: F401
+
     class Frozen(dt.datetime):
         @classmethod
         def now(cls, tz: Any = None) -> Any:
@@ -243,13 +262,7 @@ def _one_time() -> Any:
 
 
 def _cases() -> list[tuple[str, type, str]]:
-    return [
-        (path, spec_type, f.name)
-        for path in FORMATS
-        for spec_type in BASE
-        for f in dataclasses.fields(spec_type)
-        if f.name != "envelope_hint"
-    ]
+    return [(path, spec_type, f.name) for path in FORMATS for spec_type in BASE for f in dataclasses.fields(spec_type)]
 
 
 def _declared(path: EnginePath, spec_type: type, name: str) -> bool:
@@ -263,7 +276,7 @@ def test_every_field_of_every_spec_has_a_case() -> None:
         (spec_type.__name__, f.name)
         for spec_type in BASE
         for f in dataclasses.fields(spec_type)
-        if (spec_type, f.name) not in VALUES and f.name != "envelope_hint"
+        if (spec_type, f.name) not in VALUES
     ]
     assert not missing
 
@@ -303,6 +316,63 @@ def _same_as_rows(job: Job, path_name: str, out: Path) -> None:
     reference = _outcome(job, "rows", out, None)
     assert reference[0] != "error", reference  # a case that runs: not two paths failing alike
     assert _outcome(job, path_name, out, None) == reference, path_name
+
+
+# The job's options a path must declare to be given them (``commands.JOB_OPTIONS``).
+OPTIONS: dict[str, Callable[[Path], dict[str, Any]]] = {
+    "columns": lambda tmp: {"columns": ("v", "id")},
+    "on_error": lambda tmp: {"on_error": OnError.skip},
+    "rejects": lambda tmp: {"on_error": OnError.skip, "rejects": str(tmp / "rejects.jsonl")},
+    "sink": lambda tmp: {"sink": ListSink()},
+    "rows": lambda tmp: {"rows": [{"op": "+I", "id": 1, "v": "a"}]},
+}
+
+
+def _option_cases() -> list[tuple[str, type, str]]:
+    return [
+        (path, spec_type, option)
+        for path in FORMATS
+        for spec_type in BASE
+        if spec_type in PATHS[path]().commands
+        for option in OPTIONS
+    ]
+
+
+def test_every_job_option_has_a_case() -> None:
+    assert set(OPTIONS) == set(JOB_OPTIONS)
+
+
+@pytest.mark.parametrize(("path_name", "spec_type", "option"), _option_cases())
+def test_a_job_option_runs_where_it_is_honoured(tmp_path: Path, path_name: str, spec_type: type, option: str) -> None:
+    path = PATHS[path_name]()
+    command = path.commands[spec_type]
+    spec = BASE[spec_type](**WITH.get((path_name, spec_type), {}))
+    values = OPTIONS[option](tmp_path)
+    job, out = _job(tmp_path, path_name, spec, bad="on_error" in values)
+    job = job.with_(**values)
+    resolved = resolve(job)
+    if command.job is not EVERY and option not in command.job:
+        assert not path.accepts(resolved), f"{path_name} takes the job option {option}, which it does not declare"
+        assert choose(resolved).name != path_name
+        return
+    if path.declines(resolved) is not None:  # declared, but not for this job's formats or values
+        assert choose(resolved).name != path_name
+        return
+    if option == "sink":
+        assert _collected(job, path_name) == _collected(job, "rows")
+        return
+    rejects = Path(values["rejects"]) if "rejects" in values else None
+    reference = _outcome(job, "rows", out, rejects, raw=True)
+    assert reference[0] != "error", reference
+    assert _outcome(job, path_name, out, rejects, raw=True) == reference, path_name
+
+
+def _collected(job: Job, path_name: str) -> tuple[Any, ...]:
+    from cdc.engine.run import run_job
+
+    sink = ListSink()
+    result = run_job(job.with_(sink=sink), path=path_name)
+    return sink.rows, dict(result.counts.by_kind), result.read
 
 
 # -- the test of the test ----------------------------------------------------------------------
@@ -355,3 +425,34 @@ def test_the_row_path_declares_every_field_of_every_command() -> None:
     for spec_type in BASE:
         command: Command | None = rows.COMMANDS.get(spec_type)
         assert command is not None and command.fields is EVERY and command.job is EVERY
+
+
+# -- the hand-over to the row path's rules: one mechanism, always shown --------------------------
+
+
+@pytest.mark.parametrize(("fmt", "fast"), [("jsonl", "keyed-kernel"), ("parquet", "arrow-state")])
+def test_a_hand_over_shows_in_the_result_and_with_verbose(tmp_path: Path, fmt: str, fast: str) -> None:
+    from helpers import invoke
+
+    from cdc.engine.api import materialize
+
+    rows = [{"op": "+I", "id": 1, "v": "a"}, {"op": "+I", "id": 1, "v": "b"}, {"op": "+I", "id": 2, "v": "c"}]
+    source = tmp_path / f"in.{fmt}"
+    if fmt == "parquet":
+        write_parquet(source, rows)
+    else:
+        source.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    clean = tmp_path / f"clean.{fmt}"
+    if fmt == "parquet":
+        write_parquet(clean, rows[:1])
+    else:
+        clean.write_bytes(orjson.dumps(rows[0]) + b"\n")
+    assert materialize(str(clean), key="id").path == fast  # no finding: the fast path to the end
+    result = materialize(str(source), key="id")  # an insert of an existing key: a finding
+    assert result.path == f"{fast}→rows" and result.handover and "finding" in result.handover
+    assert [r["v"] for r in result.rows or []] == ["b", "c"]
+    shown = invoke(["materialize", "--key", "id", str(source), "--verbose", "-o", str(tmp_path / f"out.{fmt}")])
+    assert shown.exit_code == 0
+    assert f"path {fast}→rows (handed over: " in shown.stderr
+    quiet = invoke(["materialize", "--key", "id", str(source), "-o", str(tmp_path / f"quiet.{fmt}")])
+    assert "path " not in quiet.stderr

@@ -151,6 +151,8 @@ DECODE = (
     "database_include",
     "table_include",
     "bootstrap",
+    "policy",  # the decoder's own (Debezium findings)
+    "unavailable_placeholder",
 )
 COMMANDS: dict[type, Command] = {
     FromChangelogSpec: implements(_from_changelog, *FROM_CHANGELOG, can_run=_json_lines_in),

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from itertools import chain
 from typing import Any
 
-from cdc.core.convert import FromChangelogRow, ToChangelogRow, split_change
+from cdc.core.convert import FromChangelogRow, ToChangelogRow, kind_collision, split_change
 from cdc.core.errors import CdcError, InputError, Location
 from cdc.core.model import OnError, Row
 from cdc.core.profile import Profile
@@ -161,7 +161,11 @@ def _replay(spec: ReplaySpec, result: Result, where: Where) -> Steps:
         result.counts.by_kind.update(kind for kind, _ in changes)
         return [{kc: kind, **image} for kind, image in changes]
 
+    plain = spec.input_mode != "changelog"
+
     def step(row: Row) -> list[Row]:
+        if plain and kc in row:  # a data column (an audit table's op) is never the row kind
+            raise kind_collision(kc)
         kind, image = change_of(row)
         return with_kinds(replayer.step(kind, image))
 
@@ -264,11 +268,14 @@ def input_of_output_row(job: Job, number: int) -> Location | None:
         return None
     again = Session(job.with_(on_error=OnError.skip, rejects=None), None)  # bad records went by the first time
     result = Result()
-    reader = open_rows(job, again.reject, None, result.counts)
+    opened: list[RowReader] = []
+    steps = steps_for(job.spec, result, lambda: opened[0].location())
+    reader = open_rows(job, again.reject, None, result.counts, _findings_of(result))
+    opened.append(reader)
     again.where = reader.location
     made = 0
     try:
-        for _ in transformed(reader, steps_for(job.spec, result, reader.location), again):
+        for _ in transformed(reader, steps, again):
             made += 1
             if made == number:
                 where = reader.location()
@@ -280,11 +287,22 @@ def input_of_output_row(job: Job, number: int) -> Location | None:
     return None
 
 
+def _findings_of(result: Result) -> Any:
+    """The command's findings (its state's), which a Debezium decoder reports into as well."""
+    detail = result.detail
+    findings = getattr(detail, "findings", None)
+    if findings is None and detail is not None and hasattr(detail, "state"):
+        findings = getattr(detail.state, "findings", None)
+    return findings
+
+
 def run(job: Job, current: Session) -> Result:
     result = Result(path="rows")
-    reader = open_rows(job, current.reject, current.on_bytes, result.counts)
+    opened: list[RowReader] = []
+    steps = steps_for(job.spec, result, lambda: opened[0].location())
+    reader = open_rows(job, current.reject, current.on_bytes, result.counts, _findings_of(result))
+    opened.append(reader)
     current.where = reader.location
-    steps = steps_for(job.spec, result, reader.location)
     if job.out_format not in SHAPED:
         steps.examples = None  # its output shows no columns without rows
     rows = transformed(reader, steps, current)

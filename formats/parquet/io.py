@@ -8,6 +8,7 @@ from typing import Any, BinaryIO
 
 from cdc.core.errors import InputError, Location
 from cdc.core.model import Reject, Row
+from cdc.core.values import DbText
 from cdc.formats.base import RowReader
 from cdc.formats.schema import ColumnSet
 
@@ -183,6 +184,8 @@ class ParquetWriter:
         arrays = []
         for field in self._schema:
             values = [r.get(field.name) for r in rows]
+            if pa.types.is_string(field.type) and any(type(v) is DbText for v in values):
+                raise self._misfit(field.name, field.type, values)  # a date/time as text: not silently
             try:
                 arrays.append(_array(values, field.type))
             except (pa.ArrowException, TypeError, ValueError, OverflowError):
@@ -242,6 +245,16 @@ class ParquetWriter:
                 f"than {MAX_DIGITS} digits",
                 where=where,
                 hint="write JSON lines (-f jsonl), which keep it exactly",
+            )
+        special = next((v for v in values if type(v) is DbText), None)
+        if special is not None:
+            at = values.index(special)
+            return InputError(
+                f"column {name!r} holds {str(special)!r} ({special.what}), which no Parquet date, time or "
+                "timestamp column holds",
+                where=Location("<output>", row=self._written + at + 1),
+                hint="write JSON lines (-f jsonl) or CSV, which keep it as the database shows it; "
+                "or decode with --raw-values to keep Debezium's numbers",
             )
         what = f"{_kind(value)} {_clip(value)}" if values else "a value"
         if fixed is None:

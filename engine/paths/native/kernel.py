@@ -58,7 +58,7 @@ def _decode(spec: DecodeSpec, counts: Counts, decoder: Any) -> _Kernel | None:
 
 def _decodes(job: Any) -> bool:
     """The envelopes the kernel reads (Debezium: not with a schema in every event)."""
-    spec = job.spec
+    spec: DecodeSpec = job.spec
     if spec.envelope == "debezium":
         return bool(spec.schema_include != "true")
     return spec.envelope in ENVELOPE_KERNELS
@@ -117,13 +117,29 @@ class _DebeziumKernel(_Kernel):
         self.plain_schema = plain_schema
         self.stopped_at: bytes | None = None  # the converting schema of the line the kernel stopped at
         self._run_prefix: bytes | None = None  # of the last declined run, when it is one of envelopes
+        self._scanned: tuple[bytes, int] | None = None  # (chunk, where its next placeholder form is)
         super().__init__(_kernel.debezium, (*args, self.plain), counts)
 
     def __call__(self, chunk: bytes, start: int) -> tuple[bytes, int, int]:
+        # A line that may hold Debezium's placeholder in a form the kernel does not look for
+        # (bytea base64, an int array, hstore JSON text) goes the general way: the kernel is
+        # given the chunk up to it.
+        scanned = self._scanned
+        if scanned is None or scanned[0] is not chunk or start > scanned[1]:
+            scanned = self._scanned = (chunk, _first_marker(chunk, start))
+        marker = scanned[1]
+        cut = len(chunk) if marker == len(chunk) else chunk.rfind(b"\n", start, marker) + 1 or start
+        if cut <= start:
+            self.stopped_at = None
+            return b"", start, 0
+        whole = chunk
+        chunk = chunk[:cut] if cut < len(chunk) else chunk
         parts: list[bytes] = []
         done = 0
         while True:
             out, position, lines, kinds, dropped, schema = self.function(chunk, start, *self.args)
+            if position >= len(chunk) and chunk is not whole:
+                schema = None  # the end of the part given, not a schema's stop
             self._add(kinds, dropped)
             parts.append(out)
             done += lines
@@ -175,6 +191,30 @@ class _DebeziumKernel(_Kernel):
             return loads(line)
 
         return parse
+
+
+_PLACEHOLDER: Any = None
+
+
+def _placeholder_markers() -> tuple[bytes, ...]:
+    global _PLACEHOLDER
+    if _PLACEHOLDER is None:
+        from cdc.core.envelopes.unavailable import Placeholder
+
+        found = Placeholder()
+        integers = found.integer_marker or b""
+        _PLACEHOLDER = (*found.markers, integers, integers.replace(b",", b", ")) if integers else found.markers
+    return _PLACEHOLDER  # type: ignore[no-any-return]
+
+
+def _first_marker(chunk: bytes, start: int) -> int:
+    """Where the first byte of any placeholder form is, from ``start`` on (``len(chunk)``: none)."""
+    first = len(chunk)
+    for marker in _placeholder_markers():
+        at = chunk.find(marker, start, first)
+        if at >= 0:
+            first = at
+    return first
 
 
 def _first_member(name: str, value: str) -> bytes:
@@ -302,6 +342,7 @@ COMMANDS: dict[type, Command] = {
         "raw_values",
         "on_truncate",
         "bootstrap",
+        "policy",  # a line that may make a finding (a placeholder form, no op) goes the general way
         can_run=_decodes,
     ),
 }
