@@ -206,3 +206,31 @@ def test_spill_partitions_clean_chunks_like_the_rest(tmp_path: Path, monkeypatch
     spilled = _cli([*args, "--memory-limit", "2KB", "--temp-dir", str(tmp_path)])
     assert "past --memory-limit" in spilled[2]
     assert spilled[:2] == memory[:2] and memory[0] == 0
+
+
+def test_an_interrupted_spill_leaves_no_temporary_files(tmp_path: Path) -> None:
+    """Ctrl-C while the changes are being spilled (stdin still open): exit 130, the output not
+    written, the spill folder gone."""
+    import signal
+    import subprocess
+    import time
+
+    from helpers import cdc_executable
+
+    out = tmp_path / "out.jsonl"
+    proc = subprocess.Popen(
+        [*cdc_executable(), "materialize", "--key", "id", "--on-error", "skip", "--memory-limit", "4KB",
+         "--temp-dir", str(tmp_path), "-o", str(out)],
+        stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    assert proc.stdin is not None
+    proc.stdin.write(_log())
+    proc.stdin.flush()
+    deadline = time.monotonic() + 60
+    while not [p for p in tmp_path.iterdir() if p.name.startswith("cdc-spill")]:
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
