@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from cdc.cli import options as o
 from cdc.cli.decode import (
-    Bootstrap,
     DatabaseInclude,
     Key,
     Metadata,
@@ -16,8 +15,10 @@ from cdc.cli.decode import (
     SchemaIncludeOpt,
     Strict,
     TableInclude,
-    decode,
+    report_decode_findings,
 )
+from cdc.cli.running import call
+from cdc.engine import api
 
 
 @o.cdc_command(o.INPUT, o.OUTPUT, o.ERRORS, o.REPORT, o.SQL)
@@ -28,9 +29,9 @@ def command(
     on_truncate: OnTruncateOpt = OnTruncate.fail,
     metadata: Metadata = None,
     raw_values: RawValues = False,
+    kind_column: o.KindColumn = "op",
     database_include: DatabaseInclude = None,
     table_include: TableInclude = None,
-    kind_column: o.KindColumn = "op",
     strict: Strict = False,
     unavailable_placeholder: Placeholder = None,
 ) -> None:
@@ -52,19 +53,21 @@ def command(
       --on-error skip --print-sql
     ```
     """
-    decode(
+    result = call(
         common,
-        "debezium",
-        key,
-        schema_include,
-        on_truncate,
-        metadata,
-        raw_values,
-        database_include,
-        table_include,
-        Bootstrap.insert,
-        kind_column,
+        api.debezium_decode,
         "debezium-decode",
-        strict,
-        unavailable_placeholder,
+        table_kinds=kind_column,
+        key=key,
+        schema_include=schema_include,
+        on_truncate=on_truncate,
+        metadata=metadata,
+        raw_values=raw_values,
+        kind_column=kind_column,
+        database_include=database_include,
+        table_include=table_include,
+        strict=strict,
+        unavailable_placeholder=unavailable_placeholder,
     )
+    if result.sql is None:
+        report_decode_findings("debezium-decode", result.counts.notes)

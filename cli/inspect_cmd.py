@@ -9,12 +9,12 @@ import orjson
 import typer
 
 from cdc.cli import options as o
-from cdc.cli.running import run
-from cdc.core.specs import InspectSpec
+from cdc.cli.running import call
+from cdc.engine import api
 from cdc.formats.jsonl import encode_default
 
 
-@o.cdc_command(o.INPUT, o.ERRORS, o.REPORT, o.SQL, o.TABLES, o.CSV_IN)
+@o.cdc_command(o.INPUT, o.ERRORS, o.REPORT, o.SQL, o.CSV_IN, o.TABLES)
 def command(
     common: o.Common,
     key: o.KeyOpt = None,
@@ -26,6 +26,10 @@ def command(
     commit_columns: o.CommitColumnsOpt = None,
     ignore_columns: o.IgnoreColumnsOpt = None,
     kind_column: o.KindColumn = "op",
+    strict: Annotated[
+        bool,
+        typer.Option("--strict", help="Exit 3 when the changelog has inconsistent changes (after the report), for CI."),
+    ] = False,
 ) -> None:
     """Tell what kind of changelog a file is: kinds present as Flink prints them ([I,UB,UA,D]),
     the mode (append-only / upsert / retract), counts, keys and live rows, consistency findings,
@@ -39,23 +43,22 @@ def command(
     cdc debezium-decode samples/mysql-inventory.jsonl \\
       | cdc inspect --key id --json
     cdc inspect samples/product-prices.jsonl --print-sql
+    cdc inspect samples/product-prices.jsonl --key product_id --strict
     ```
     """
-    spec = InspectSpec(
-        kind_column=kind_column,
-        key=o.split_list(key),
+    result = call(
+        common,
+        api.inspect,
+        "inspect",
+        key=key,
         time_column=time_column,
-        commit_columns=o.commit_columns(commit_columns),
-        ignore_columns=o.split_list(ignore_columns),
+        commit_columns=commit_columns,
+        kind_column=kind_column,
+        ignore_columns=ignore_columns,
     )
-    if common.print_sql:
-        from cdc.cli.print_sql import print_inspect_sql
-
-        print_inspect_sql(common, spec)
+    if result.report is None:  # --print-sql
         return
-    result = run(common, spec, "inspect")
-    report = result.detail.as_dict(common.inputs)
-    add_tables(report, result.counts.tables)
+    report = result.report
     if as_json:
         sys.stdout.buffer.write(
             orjson.dumps(
@@ -69,12 +72,12 @@ def command(
     else:
         sys.stdout.write(plain(report))
     sys.stdout.flush()
+    inconsistent = report["consistency"]["inconsistent_changes"]
+    if strict and inconsistent:
+        from cdc.cli.errors import say
 
-
-def add_tables(report: dict[str, Any], tables: dict[str, Any]) -> None:
-    """The tables change events named (name, events, first line), for envelopes that say."""
-    if tables:
-        report["tables"] = [{"name": n, "events": t.events, "first": t.first} for n, t in tables.items()]
+        say(f"cdc: inspect: {inconsistent} inconsistent change(s) (--strict)")
+        raise typer.Exit(3)
 
 
 def plain(report: dict[str, Any]) -> str:
@@ -119,11 +122,12 @@ def _iso(value: Any) -> Any:
 
 
 def _panel(report: dict[str, Any]) -> None:
-    from rich.console import Console
     from rich.markup import escape
     from rich.panel import Panel
+
+    from cdc.cli.table import StdoutConsole
 
     # values from the data may look like markup ("[red]"): escape them, then colour the verdict
     text = escape(plain(report)).replace("findings:  consistent\n", "findings:  [green]consistent[/]\n")
     title = f"[bold]{escape(report['kinds'])}[/] {report['mode']}"
-    Console().print(Panel(text.rstrip(), title=title, expand=False))
+    StdoutConsole().print(Panel(text.rstrip(), title=title, expand=False))

@@ -1,9 +1,9 @@
 """Options shared by the commands, declared once, as groups a command asks for.
 
 ``@cdc_command(INPUT, OUTPUT, ERRORS, REPORT)`` appends the groups' options to the command's own
-and hands the command one ``Common`` object with their values; the command's body then builds a
-spec and calls ``cli.running.run``. Errors raised anywhere inside become a message and an exit
-code at one boundary (``cli.errors``).
+and hands the command one ``Common`` object with their values; the command's body then makes
+one Python API call (``cli.running.call``) and renders its result. Errors raised anywhere
+inside become a message and an exit code at one boundary (``cli.errors``).
 """
 
 from __future__ import annotations
@@ -70,21 +70,13 @@ class Common:
     sink_topic: str | None = None
     bootstrap_servers: str | None = None
     sink_path: str | None = None
+    given: frozenset[str] = frozenset()  # the shared options the command has (cli.running.call passes them on)
     database_include: str | None = None
     table_include: str | None = None
     delimiter: str | None = None
     quote_char: str | None = None
     no_header: bool = False
     header_names: str | None = None
-
-    def csv_dialect(self) -> Any:
-        """The CSV options given (None: none: the format's own)."""
-        if self.delimiter is None and self.quote_char is None and not self.no_header and self.header_names is None:
-            return None
-        from cdc.formats.base import CsvDialect
-
-        delimiter = {"tab": "\t", "\\t": "\t"}.get(self.delimiter or "", self.delimiter)
-        return CsvDialect(delimiter, self.quote_char or '"', not self.no_header, split_list(self.header_names))
 
 
 @dataclass(frozen=True)
@@ -382,7 +374,6 @@ CSV_IN = Group(
         ),
     )
 )
-
 TABLES_PANEL = "Change events (-i debezium|canal|maxwell|ogg)"
 TABLES = Group(
     (
@@ -415,6 +406,16 @@ TABLES = Group(
         ),
     )
 )
+IgnoreColumnsOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--ignore-columns",
+        show_default=False,
+        help="Columns that are not part of a row's identity (comma list): metadata such as a "
+        "--metadata column, left out when a -U/-D is matched to the row it retracts (kept in the output). "
+        "A stream with a schema line names its own.",
+    ),
+]
 
 KindColumn = Annotated[
     str,
@@ -456,7 +457,7 @@ def cdc_command(*groups: Group) -> Callable[[Callable[..., None]], Callable[...,
         def wrapper(**values: Any) -> None:
             from cdc.cli.errors import reported_errors
 
-            common = Common()
+            common = Common(given=frozenset(names))
             for name in names:
                 value = values.pop(name)
                 if name == "columns":
@@ -484,21 +485,5 @@ CommitColumnsOpt = Annotated[
         help="A change feed's commit columns (comma list): metadata, left out when a retraction is "
         "matched and of the table. \\[default: _commit_version, _commit_timestamp, snapshot_id, "
         "_change_ordinal, _commit_snapshot_id where present; '' for none]",
-    ),
-]
-
-
-def commit_columns(value: str | None) -> tuple[str, ...] | None:
-    return None if value is None else split_list(value)
-
-
-IgnoreColumnsOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--ignore-columns",
-        show_default=False,
-        help="Columns that are not part of a row's identity (comma list): metadata such as a "
-        "--metadata column, left out when a -U/-D is matched to the row it retracts (kept in the output). "
-        "A stream with a schema line names its own.",
     ),
 ]

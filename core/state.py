@@ -15,6 +15,7 @@ from enum import StrEnum
 from cdc.core.errors import InconsistencyError, Location
 from cdc.core.model import Key, Row
 from cdc.core.rowstore import KeyedRows, MultisetRows, differing_columns, row_identity, same_row
+from cdc.core.values import json_text
 
 Where = Callable[[], Location | None]
 MAX_EXAMPLES = 5
@@ -61,7 +62,7 @@ def _nowhere() -> Location | None:
 
 
 def describe_key(columns: Sequence[str], row: Row) -> str:
-    return ", ".join(f"{c}={row.get(c)!r}" for c in columns)
+    return ", ".join(f"{c}={json_text(row.get(c))}" for c in columns)
 
 
 class TableState:
@@ -222,20 +223,11 @@ class KeyedState(TableState):
 
 
 def _changed_columns(stored: Row, image: Row, metadata: frozenset[str] = frozenset()) -> str:
-    """The differing columns, each with both values (a missing column reads as null)."""
+    """The differing columns, each with both values as JSON spells them (a missing column reads
+    as null)."""
     names = differing_columns(stored, image, metadata)
     more = f" (and {len(names) - 3} more)" if len(names) > 3 else ""
-    return ", ".join(f"{c}: stored {_text(stored.get(c))}, got {_text(image.get(c))}" for c in names[:3]) + more
-
-
-def _text(value: object) -> str:
-    """A value as a finding spells it: JSON's way (null, true, "text")."""
-    import json
-
-    try:
-        return json.dumps(value, ensure_ascii=False, default=str)
-    except (TypeError, ValueError):
-        return repr(value)
+    return ", ".join(f"{c}: stored {json_text(stored.get(c))}, got {json_text(image.get(c))}" for c in names[:3]) + more
 
 
 class MultisetState(TableState):

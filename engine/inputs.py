@@ -45,7 +45,8 @@ def input_choices(spec: Any) -> tuple[str, ...]:
 def resolve(job: Job) -> Job:
     """The job with every input's format and the output's format decided (and ``--envelope
     auto`` from the first record, where it can be read ahead)."""
-    out_format = SINK if job.sink is not None else output_format(job.output, job.output_format)
+    unnamed = job.sink is None and not job.output_format and _special_unnamed(job.output)
+    out_format = SINK if job.sink is not None else "jsonl" if unnamed else output_format(job.output, job.output_format)
     if job.rows is not None:
         return job.with_(formats=(SINK,), out_format=out_format)
     spec = job.spec
@@ -76,6 +77,8 @@ def resolve(job: Job) -> Job:
     decide = lookup(DECIDE, spec)
     if decide is not None:
         spec, formats = decide(spec, job.inputs, formats)
+    if unnamed and formats[0] in INPUT_FORMATS:  # -o /dev/null, a FIFO: the input's format
+        out_format = formats[0]
     arrays = job.arrays or json_arrays(job, formats)
     container = job.container
     if container == "auto" and spec.reads != EVENTS and any(f in ENVELOPES for f in formats):
@@ -130,6 +133,14 @@ DECIDE: dict[type, Callable[[Any, tuple[str, ...], list[str]], tuple[Any, list[s
     MaterializeSpec: _commit_columns,
     InspectSpec: _commit_columns,
 }
+
+
+def _special_unnamed(path: str) -> bool:
+    """An output that is not a regular file (``/dev/null``, a FIFO) and whose name has no
+    format's suffix: written in the format of the input, as stdout is — never guessed from the name."""
+    from cdc.formats.streams import is_special
+
+    return path != STDIO and format_of(path) is None and is_special(path)
 
 
 def first_columns(path: str, fmt: str) -> list[str] | None:
@@ -337,7 +348,8 @@ def open_rows(job: Job, reject: Reject, on_bytes: Any, counts: Counts, findings:
             )
         if envelope is not None:  # changelog rows decoded on the way in (-i debezium)
             decode = events_spec(job.spec, envelope, job.container)
-            decoder = decoder_for(decode, counts, findings)
+            # its rows are counted once, by the command; its notes (tombstones) are the command's
+            decoder = decoder_for(decode, Counts(notes=counts.notes, tables=counts.tables), findings)
             kafka = decoder if isinstance(decoder, KafkaDecoder) else None
             inner = kafka.inner if kafka is not None else decoder
             if not isinstance(inner, Gated):  # the tables read are listed all the same (inspect)

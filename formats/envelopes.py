@@ -65,7 +65,7 @@ class Gated:
             one_table=spec.one_table or bool(spec.key) or spec.on_truncate == "delete",
             filter_here=spec.envelope == "debezium",
         )
-        counts.tables = self.gate.tables
+        self.gate.tables = counts.tables  # the command's: inspect lists them
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)

@@ -258,7 +258,12 @@ def _one_time() -> Any:
     import datetime as dt
     from unittest import mock
 
-    import pyarrow  # noqa: F401 - loaded before datetime is patched: it keeps the real type
+    # pyarrow's extension modules, loaded before datetime is patched: each keeps the real type
+    import pyarrow._compute
+    import pyarrow._csv
+    import pyarrow._json
+    import pyarrow.dataset
+    import pyarrow.parquet  # noqa: F401
 
     class Frozen(dt.datetime):
         @classmethod

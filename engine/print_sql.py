@@ -1,15 +1,13 @@
-"""``--print-sql``: read the first rows to infer columns, print the Flink SQL, and stop."""
+"""``--print-sql``: read the first rows to infer columns and make the Flink SQL script (the
+API's ``print_sql=True``: ``result.sql``; nothing else runs)."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from itertools import islice
 from typing import Any
 
-from cdc.cli.options import Common
-from cdc.cli.running import job_of
 from cdc.core.errors import UsageError
 from cdc.core.flinksql import (
     DebeziumInfo,
@@ -43,6 +41,27 @@ from cdc.engine.inputs import open_rows, resolve
 from cdc.engine.job import Job
 
 SAMPLE_ROWS = 100
+
+
+@dataclass
+class Common:
+    """What a script is made from: the job's inputs and error handling, and where the script
+    reads and writes (the commands' ``--print-sql`` group, the API's keywords of the same names)."""
+
+    inputs: list[str] = field(default_factory=lambda: ["-"])
+    input_format: str | None = None
+    on_error: OnError = OnError.fail
+    flink_version: str = "2.3"
+    sql_source: str = "filesystem"
+    sql_sink: str = "none"
+    topic: str | None = None
+    sink_topic: str | None = None
+    bootstrap_servers: str | None = None
+    sink_path: str | None = None
+
+
+def job_of(common: Common, spec: Any) -> Job:
+    return Job(spec, inputs=tuple(common.inputs), input_format=common.input_format, on_error=common.on_error)
 
 
 def _ignore(err: Any, raw: str) -> None:
@@ -93,35 +112,14 @@ def empty_strings(rows: list[dict[str, Any]], source: Source) -> bool:
     return source.fmt in ("csv", "tsv") and any(v == "" for r in rows for v in r.values())
 
 
-def emit(sql: str) -> None:
-    sys.stdout.write(sql)
-    sys.stdout.flush()
+def emit(sql: str) -> str:
+    return sql
 
 
-def _not_covered(common: Common, spec: Any) -> None:
-    """Options the scripts do not carry yet: refused rather than left out of the script."""
-    given = [
-        flag
-        for flag, value in (
-            ("--table-include/--database-include", common.table_include or common.database_include),
-            ("--ignore-columns", getattr(spec, "ignore_columns", ())),
-            ("--delimiter/--quote-char/--no-header/--header-names", common.csv_dialect()),
-        )
-        if value
-    ]
-    if getattr(spec, "container", "auto") != "auto" or any(
-        m.startswith("kafka.") for m in getattr(spec, "metadata", ())
-    ):
-        given.append("a Kafka dump (kcat, console-consumer)")
-    if given:
-        raise UsageError(f"--print-sql does not write {', '.join(given)} into the Flink script yet; run without it")
-
-
-def print_from_changelog_sql(common: Common, spec: FromChangelogSpec) -> None:
-    _not_covered(common, spec)
+def print_from_changelog_sql(common: Common, spec: FromChangelogSpec) -> str:
     job, rows = sample(job_of(common, spec))
     source = _source(job, common, spec.keys)
-    emit(
+    return emit(
         from_changelog_sql(
             "cdc from-changelog",
             source,
@@ -178,10 +176,9 @@ def changelog_sample(
     return Sampled(source, columns_of(rows, source), empty_strings(rows, source), None, rows)
 
 
-def print_to_changelog_sql(common: Common, spec: ToChangelogSpec) -> None:
-    _not_covered(common, spec)
+def print_to_changelog_sql(common: Common, spec: ToChangelogSpec) -> str:
     got = changelog_sample(common, spec, spec.kind_column)
-    emit(
+    return emit(
         to_changelog_sql(
             "cdc to-changelog",
             got.source,
@@ -291,8 +288,7 @@ def _envelope_source(common: Common, envelope: str, key: tuple[str, ...]) -> Sou
     return Source(path, envelope, common.sql_source, common.topic, common.bootstrap_servers, key)
 
 
-def print_decode_sql(common: Common, spec: DecodeSpec) -> None:
-    _not_covered(common, spec)
+def print_decode_sql(common: Common, spec: DecodeSpec) -> str:
     spec = replace(spec, envelope=_envelope_of(common, spec))
     skip = common.on_error == OnError.skip
     if spec.envelope == "debezium":
@@ -300,7 +296,7 @@ def print_decode_sql(common: Common, spec: DecodeSpec) -> None:
 
         columns, info = debezium_sample(common, spec)
         info = replace(info, on_truncate=spec.on_truncate)
-        emit(
+        return emit(
             debezium_sql(
                 "cdc debezium-decode",
                 _envelope_source(common, "debezium", spec.key),
@@ -314,12 +310,11 @@ def print_decode_sql(common: Common, spec: DecodeSpec) -> None:
                 sink=_sink(common, spec.key, spec.kind_column),
             )
         )
-        return
     from cdc.core.envelopes import parse_metadata as envelope_metadata
 
     columns, info = envelope_sample(common, spec)
     info = replace(info, on_truncate=spec.on_truncate)
-    emit(
+    return emit(
         decode_sql(
             _envelope_source(common, spec.envelope, spec.key),
             columns,
@@ -348,14 +343,13 @@ def _consistency_unchecked(policy: Any, command: str) -> None:
         )
 
 
-def print_aggregate_sql(common: Common, spec: AggregateSpec) -> None:
+def print_aggregate_sql(common: Common, spec: AggregateSpec) -> str:
     """The continuous GROUP BY over the input table (append-only rows, or changelog rows read
     back through FROM_CHANGELOG; upsert rows only from an upsert-kafka source)."""
-    _not_covered(common, spec)
     _consistency_unchecked(spec.policy, "aggregate")
     reads = "changelog" if spec.input_mode == "changelog" else "rows"
     got = changelog_sample(common, spec, spec.kind_column, reads, spec.key, spec.input_mode == "upsert")
-    emit(
+    return emit(
         aggregate_sql(
             got.source,
             got.types,
@@ -375,9 +369,8 @@ def print_aggregate_sql(common: Common, spec: AggregateSpec) -> None:
     )
 
 
-def print_materialize_sql(common: Common, spec: MaterializeSpec) -> None:
+def print_materialize_sql(common: Common, spec: MaterializeSpec) -> str:
     """The table a changelog describes, as the SQL client's result table (or an upsert sink)."""
-    _not_covered(common, spec)
     from cdc.core.presets import COMMIT_COLUMNS
 
     if spec.as_of is not None or spec.dedup:
@@ -390,7 +383,7 @@ def print_materialize_sql(common: Common, spec: MaterializeSpec) -> None:
     # A change feed's commit columns are not part of the table (cdc leaves them out, and out of a
     # retraction's match): the query selects the other columns.
     commit = COMMIT_COLUMNS if spec.commit_columns is None else spec.commit_columns
-    emit(
+    return emit(
         materialize_sql(
             got.source,
             got.types,
@@ -406,14 +399,13 @@ def print_materialize_sql(common: Common, spec: MaterializeSpec) -> None:
     )
 
 
-def print_replay_sql(common: Common, spec: ReplaySpec) -> None:
+def print_replay_sql(common: Common, spec: ReplaySpec) -> str:
     """ChangelogNormalize: an upsert-kafka source keyed by --key, or keep-last by --order-by."""
-    _not_covered(common, spec)
     if spec.since is not None or spec.until is not None or spec.keep_noop:
         raise UsageError("--since, --until, --net and --keep-noop have no Flink SQL form here")
     reads = "changelog" if spec.input_mode == "changelog" else "rows"
     got = changelog_sample(common, spec, spec.kind_column, reads, spec.key, spec.input_mode == "upsert")
-    emit(
+    return emit(
         replay_sql(
             got.source,
             got.types,
@@ -432,9 +424,8 @@ def print_replay_sql(common: Common, spec: ReplaySpec) -> None:
     )
 
 
-def print_encode_sql(common: Common, spec: EncodeSpec) -> None:
+def print_encode_sql(common: Common, spec: EncodeSpec) -> str:
     """A debezium-json sink written from the changelog (Flink's form: -U → d, +U → c)."""
-    _not_covered(common, spec)
     got = changelog_sample(common, spec, spec.kind_column)
     sink = _sink(common, spec.key, spec.kind_column)
     if sink is None:
@@ -442,7 +433,7 @@ def print_encode_sql(common: Common, spec: EncodeSpec) -> None:
             "debezium-encode writes events: name where, --sql-sink kafka --sink-topic T --bootstrap-servers H "
             "(or --sql-sink filesystem --sink-path DIR)"
         )
-    emit(
+    return emit(
         debezium_encode_sql(
             got.source,
             got.types,
@@ -456,12 +447,11 @@ def print_encode_sql(common: Common, spec: EncodeSpec) -> None:
     )
 
 
-def print_inspect_sql(common: Common, spec: InspectSpec) -> None:
+def print_inspect_sql(common: Common, spec: InspectSpec) -> str:
     """The changes per kind (and the time range per kind) — the part of cdc's report one
     streaming GROUP BY computes; the script's header says what it leaves out."""
-    _not_covered(common, spec)
     got = changelog_sample(common, spec, spec.kind_column)
-    emit(
+    return emit(
         inspect_sql(
             got.source,
             got.types,
