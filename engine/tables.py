@@ -89,10 +89,10 @@ def make_writer(job: Job, current: Session, reader: RowReader | None) -> RowWrit
     if job.schema_line and job.out_format == "jsonl":
         from cdc.formats.stream_schema import SchemaJsonlWriter
 
-        def hints() -> Any:  # asked once the first rows are read: the types their source declared
+        def declared() -> Any:  # asked once the first rows are read: the types their source declared
             return reader.arrow_schema if reader is not None else None
 
-        return SchemaJsonlWriter(out.stream, writer, metadata_columns(job), hints)
+        return SchemaJsonlWriter(out.stream, writer, metadata_columns(job), declared)
     return writer
 
 
