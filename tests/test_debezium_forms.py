@@ -423,3 +423,28 @@ def test_the_python_api_takes_strict_and_the_placeholder() -> None:
     events = [json.loads(line) for line in (FORMS / "toast-custom-placeholder-hex.jsonl").read_text().splitlines()]
     rows = api.decode(events, envelope="debezium", key="id", unavailable_placeholder="<unchanged>").rows
     assert rows is not None and rows[-1]["bin"] == "000102"
+
+
+def test_every_precision_mode_spells_the_calendar_edges_alike() -> None:
+    # The sentinels per precision mode (PostgresValueConverter; postgresql.adoc): µs and ms
+    # timestamps from PGStatement's DATE_POSITIVE/NEGATIVE_INFINITY, Long.MAX/MIN in nanoseconds
+    # mode; durations past a day in ms, µs and ns; a nanosecond fraction kept.
+    from cdc.formats.logical_types import (
+        date_from_days,
+        time_micros,
+        time_millis,
+        time_nanos,
+        timestamp_micros,
+        timestamp_millis,
+        timestamp_nanos,
+    )
+
+    assert [timestamp_nanos(2**63 - 1), timestamp_nanos(-(2**63))] == ["infinity", "-infinity"]
+    assert [timestamp_millis(9223372036825200), timestamp_micros(-9223372036832400000)] == ["infinity", "-infinity"]
+    assert [date_from_days(2**31 - 1), date_from_days(-(2**31))] == ["infinity", "-infinity"]
+    assert time_millis(-1000) == time_micros(-1_000_000) == time_nanos(-1_000_000_000) == "-00:00:01"
+    assert time_nanos(86_400_000_000_000) == "24:00:00"
+    assert time_nanos(3_020_399_000_000_001) == "838:59:59.000000001"
+    assert time_nanos(-1500) == "-00:00:00.000001500"
+    assert timestamp_nanos(1_500) == "1970-01-01T00:00:00.000001500"
+    assert str(date_from_days(-719163)) == "0000-12-31"  # 1 BC, the day before 0001-01-01
