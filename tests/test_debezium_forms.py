@@ -102,12 +102,24 @@ def test_without_a_key_a_placeholder_is_a_finding_per_column_and_strict_refuses(
     assert code == 3 and "e.jsonl:1" in err and "'doc'" in err and "--key" in err, err
 
 
-def test_materialize_without_a_key_counts_the_placeholder_findings() -> None:
-    events = FORMS / "toast-full-identity.jsonl"
-    text = events.read_text().replace('"before":{"id":1', '"before":{"id":1,"x":1', 1)
-    assert text  # (the file's update carries a whole before image; this one lacks a column)
-    code, out, err = cdc("inspect", "-i", "debezium", FORMS / "toast-full-identity.jsonl", "--json")
-    assert code == 0 and json.loads(out)["consistency"]["inconsistent_changes"] == 0, err
+def test_stateful_commands_without_a_key_count_the_placeholder_findings(tmp_path: Path) -> None:
+    # An Oracle-style stream: an unchanged LOB is the placeholder in the before image and the
+    # after image alike, so no image holds its value: a finding per column on every command.
+    events = [
+        {"before": None, "after": {"id": 1, "doc": "lob", "n": 1}, "op": "c"},
+        {"before": {"id": 1, "doc": P, "n": 1}, "after": {"id": 1, "doc": P, "n": 2}, "op": "u"},
+    ]
+    src = tmp_path / "e.jsonl"
+    src.write_text("".join(json.dumps(e) + "\n" for e in events))
+    code, out, err = cdc("inspect", "-i", "debezium", src, "--json")
+    report = json.loads(out)["consistency"]
+    assert code == 0 and report["by_finding"].get("unavailable value kept (no --key)") == 2, out
+    code, _, err = cdc("materialize", "-i", "debezium", src)
+    assert code == 0 and "unavailable value kept (no --key) 2" in err and "e.jsonl:2" in err
+    code, _, err = cdc("materialize", "-i", "debezium", src, "--strict")
+    assert code == 3 and "e.jsonl:2" in err and "'doc'" in err
+    code, out, err = cdc("materialize", "-i", "debezium", src, "--key", "id", "--strict")
+    assert code == 0 and parse_jsonl(out) == [{"id": 1, "doc": "lob", "n": 2}], err
 
 
 def test_a_custom_placeholder_and_hex_binary_handling() -> None:
