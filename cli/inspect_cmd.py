@@ -25,6 +25,10 @@ def command(
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object on stdout, for CI.")] = False,
     commit_columns: o.CommitColumnsOpt = None,
     kind_column: o.KindColumn = "op",
+    strict: Annotated[
+        bool,
+        typer.Option("--strict", help="Exit 3 when the changelog has inconsistent changes (after the report), for CI."),
+    ] = False,
 ) -> None:
     """Tell what kind of changelog a file is: kinds present as Flink prints them ([I,UB,UA,D]),
     the mode (append-only / upsert / retract), counts, keys and live rows, consistency findings,
@@ -38,6 +42,7 @@ def command(
     cdc debezium-decode samples/mysql-inventory.jsonl \\
       | cdc inspect --key id --json
     cdc inspect samples/product-prices.jsonl --print-sql
+    cdc inspect samples/product-prices.jsonl --key product_id --strict
     ```
     """
     result = call(
@@ -65,6 +70,12 @@ def command(
     else:
         sys.stdout.write(plain(report))
     sys.stdout.flush()
+    inconsistent = report["consistency"]["inconsistent_changes"]
+    if strict and inconsistent:
+        from cdc.cli.errors import say
+
+        say(f"cdc: inspect: {inconsistent} inconsistent change(s) (--strict)")
+        raise typer.Exit(3)
 
 
 def plain(report: dict[str, Any]) -> str:
@@ -96,11 +107,12 @@ def plain(report: dict[str, Any]) -> str:
 
 
 def _panel(report: dict[str, Any]) -> None:
-    from rich.console import Console
     from rich.markup import escape
     from rich.panel import Panel
+
+    from cdc.cli.table import StdoutConsole
 
     # values from the data may look like markup ("[red]"): escape them, then colour the verdict
     text = escape(plain(report)).replace("findings:  consistent\n", "findings:  [green]consistent[/]\n")
     title = f"[bold]{escape(report['kinds'])}[/] {report['mode']}"
-    Console().print(Panel(text.rstrip(), title=title, expand=False))
+    StdoutConsole().print(Panel(text.rstrip(), title=title, expand=False))

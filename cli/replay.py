@@ -171,13 +171,12 @@ def _summary(result: Result) -> str:
 
 def _live(steps: Iterator[api.ReplayStep], delay: float) -> None:
     """A rich Live table: each change applies, its row lights up in its kind's colour."""
-    from rich.console import Console
     from rich.live import Live
     from rich.table import Table
 
-    from cdc.cli.table import KIND_STYLES, cell
+    from cdc.cli.table import KIND_STYLES, StdoutConsole, cell
 
-    console = Console()
+    console = StdoutConsole()
 
     def render(step: api.ReplayStep | None) -> Table:
         table = Table(title=f"replay — {step.live if step else 0} live rows", show_edge=False)

@@ -100,8 +100,8 @@ class Replayer:
     def __init__(self, spec: ReplaySpec, counts: ReplayCounts | None = None):
         self.spec = spec
         self.counts = counts if counts is not None else ReplayCounts()
-        self.since = TimePoint(spec.since) if spec.since is not None else None
-        self.until = TimePoint(spec.until) if spec.until is not None else None
+        self.since = TimePoint(spec.since, "--since", spec.time_column) if spec.since is not None else None
+        self.until = TimePoint(spec.until, "--until", spec.time_column) if spec.until is not None else None
         self.state = KeyedReplay(spec, self.counts)
         self.at_since = KeyedReplay(spec) if spec.net else None  # --net: the state at --since too
 

@@ -15,6 +15,7 @@ from enum import StrEnum
 from cdc.core.errors import InconsistencyError, Location
 from cdc.core.model import Key, Row
 from cdc.core.rowstore import KeyedRows, MultisetRows, hashable, row_identity, same_row
+from cdc.core.values import json_text
 
 Where = Callable[[], Location | None]
 MAX_EXAMPLES = 5
@@ -61,7 +62,7 @@ def _nowhere() -> Location | None:
 
 
 def describe_key(columns: Sequence[str], row: Row) -> str:
-    return ", ".join(f"{c}={row.get(c)!r}" for c in columns)
+    return ", ".join(f"{c}={json_text(row.get(c))}" for c in columns)
 
 
 class TableState:
@@ -215,7 +216,7 @@ class KeyedState(TableState):
 
 def _changed_columns(stored: Row, image: Row) -> str:
     names = [c for c in dict.fromkeys([*stored, *image]) if hashable(stored.get(c)) != hashable(image.get(c))]
-    return ", ".join(f"{c}: stored {stored.get(c)!r}, got {image.get(c)!r}" for c in names[:3])
+    return ", ".join(f"{c}: stored {json_text(stored.get(c))}, got {json_text(image.get(c))}" for c in names[:3])
 
 
 class MultisetState(TableState):

@@ -522,7 +522,12 @@ def materialize(
 
         if temp_dir is not None and not os.path.isdir(temp_dir):
             raise UsageError(f"--temp-dir: {os.fspath(temp_dir)!r} is not a folder")
-        io.limits = {"memory_limit": limit_of(memory_limit), "temp_dir": os.fspath(temp_dir) if temp_dir else None}
+        folder = os.fspath(temp_dir) if temp_dir else None
+        io.limits = {
+            "memory_limit": limit_of(memory_limit),
+            "temp_dir": folder,
+            "stdin_read_ahead": memory_limit is not None,
+        }
     if print_sql or expect is None:
         return _sql_or_run(io, spec, "print_materialize_sql")
     return _expected(io, spec, expect)
@@ -674,7 +679,7 @@ def aggregate(
     *,
     group_by: Names | None = None,
     agg: str | Sequence[str] | None = None,
-    where: str | None = None,
+    where: str | Sequence[str] | None = None,
     emit: str = "retract",
     input_mode: str = "changelog",
     key: Names | None = None,
@@ -701,12 +706,14 @@ def aggregate(
     """A continuous GROUP BY (Flink's group aggregate): ``agg`` as ``"cnt=COUNT(url)"`` (one or a
     list); the result is the update log Flink emits (``+I``, ``-U``/``+U``, ``-D``).
 
-    ``where``: ``"COL OP VALUE"`` conditions joined by AND; ``input_mode``: changelog, append or
+    ``where``: ``"COL OP VALUE"`` conditions joined by AND (or a list of them); ``input_mode``: changelog, append or
     upsert (by ``key``; ``delete_when="col=value"`` marks a delete); ``on_inconsistency``: what a
     retraction of a row never counted does (fail, warn, ignore)."""
     from cdc.core.aggregate import AggregateQuery
     from cdc.core.specs import AggregateSpec
 
+    if where is not None and not isinstance(where, str):
+        where = " AND ".join(where) if where else None  # --where repeated: all of them hold
     mode = _choice("--input-mode", input_mode, ("changelog", "upsert", "append"))
     query = AggregateQuery.parse(
         _names(group_by),
@@ -728,6 +735,7 @@ def inspect(
     time_column: str | None = None,
     commit_columns: Names | None = None,
     kind_column: str = "op",
+    strict: bool = False,
     input_format: str | None = None,
     on_error: str = "fail",
     rejects: str | os.PathLike[str] | None = None,
@@ -742,7 +750,8 @@ def inspect(
     sink_path: str | None = None,
 ) -> Result:
     """What kind of changelog this is: ``result.report`` is the report ``cdc inspect --json``
-    prints (kinds, mode, counts, keys, findings, time range); ``result.findings`` the findings."""
+    prints (kinds, mode, counts, keys, findings, time range); ``result.findings`` the findings;
+    ``strict=True`` raises ``InconsistencyError`` when there are findings (``cdc inspect --strict``)."""
     spec = InspectSpec(
         kind_column=kind_column,
         key=_names(key),
@@ -759,6 +768,12 @@ def inspect(
     else:
         sources = _paths(source) if _all_paths(source) else ["<rows>"]
     result.report = result.detail.as_dict(sources)
+    inconsistent = result.report["consistency"]["inconsistent_changes"]
+    if strict and inconsistent:  # cdc inspect --strict
+        from cdc.core.errors import InconsistencyError
+
+        examples = result.report["consistency"]["examples"]
+        raise InconsistencyError(f"{inconsistent} inconsistent change(s) (first: {examples[0] if examples else ''})")
     return result
 
 

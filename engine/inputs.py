@@ -39,7 +39,8 @@ def input_choices(spec: Any) -> tuple[str, ...]:
 def resolve(job: Job) -> Job:
     """The job with every input's format and the output's format decided (and ``--envelope
     auto`` from the first record, where it can be read ahead)."""
-    out_format = SINK if job.sink is not None else output_format(job.output, job.output_format)
+    unnamed = job.sink is None and not job.output_format and _special_unnamed(job.output)
+    out_format = SINK if job.sink is not None else "jsonl" if unnamed else output_format(job.output, job.output_format)
     if job.rows is not None:
         return job.with_(formats=(SINK,), out_format=out_format)
     spec = job.spec
@@ -56,6 +57,8 @@ def resolve(job: Job) -> Job:
     decide = lookup(DECIDE, spec)
     if decide is not None:
         spec, formats = decide(spec, job.inputs, formats)
+    if unnamed and formats[0] in INPUT_FORMATS:  # -o /dev/null, a FIFO: the input's format
+        out_format = formats[0]
     return job.with_(spec=spec, formats=tuple(formats), out_format=out_format)
 
 
@@ -85,6 +88,14 @@ DECIDE: dict[type, Callable[[Any, tuple[str, ...], list[str]], tuple[Any, list[s
     MaterializeSpec: _commit_columns,
     InspectSpec: _commit_columns,
 }
+
+
+def _special_unnamed(path: str) -> bool:
+    """An output that is not a regular file (``/dev/null``, a FIFO) and whose name has no
+    format's suffix: written in the format of the input, as stdout is — never guessed from the name."""
+    from cdc.formats.streams import is_special
+
+    return path != STDIO and format_of(path) is None and is_special(path)
 
 
 def first_columns(path: str, fmt: str) -> list[str] | None:
@@ -201,7 +212,10 @@ def open_rows(job: Job, reject: Reject, on_bytes: Any, counts: Counts, findings:
     else:
         envelope = next((f for f in job.formats if f in ENVELOPES), None)
         if envelope is not None:  # changelog rows decoded on the way in (-i debezium)
-            readers[envelope] = decoder_for(events_spec(job.spec, envelope), counts, findings).reader
+            # its rows are counted once, by the command; its notes (tombstones) are the command's
+            readers[envelope] = decoder_for(
+                events_spec(job.spec, envelope), Counts(notes=counts.notes), findings
+            ).reader
     return open_inputs(job.inputs, job.formats, reject, on_bytes, readers)
 
 

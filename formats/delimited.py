@@ -20,7 +20,7 @@ import orjson
 from cdc.core.errors import InputError, Location
 from cdc.core.model import Reject, Row
 from cdc.formats.base import RowReader
-from cdc.formats.jsonl import encode_default, number_text
+from cdc.formats.jsonl import dumps, encode_default, number_text
 from cdc.formats.schema import ColumnSet
 
 BATCH_BYTES = 1 << 20
@@ -444,7 +444,10 @@ def format_value(value: Any) -> str | None:
         return value.isoformat()
     if isinstance(value, bytes):
         return value.decode("utf-8", "backslashreplace")
-    return orjson.dumps(value, default=encode_default, option=orjson.OPT_PASSTHROUGH_DATETIME).decode()
+    try:
+        return orjson.dumps(value, default=encode_default, option=orjson.OPT_PASSTHROUGH_DATETIME).decode()
+    except TypeError:  # nested past orjson's depth, or an integer past 64 bits
+        return dumps(value)[:-1].decode()
 
 
 class DelimitedWriter:

@@ -48,7 +48,10 @@ def loads(line: bytes) -> Any:
         if _RESPELLED.search(line):  # an integer past 64 bits, or a number past a double
             return _loads_exact(line)
         raise
-    written = orjson.dumps(value)
+    try:
+        written = orjson.dumps(value)
+    except TypeError:  # nested deeper than orjson writes: the expression decides alone
+        written = b""
     text = line.rstrip()
     if written == text or written == text.replace(b", ", b",").replace(b": ", b":") or not _RESPELLED.search(text):
         return value
@@ -197,12 +200,36 @@ def dumps(row: Any) -> bytes:
     """One JSON line; the slow path (a walk over the row) runs only for integers past 64 bits."""
     try:
         return orjson.dumps(row, default=encode_default, option=WRITE)
-    except TypeError:
-        pass
+    except TypeError as exc:
+        if "Recursion" in str(exc):
+            return deep_dumps(row) + b"\n"
     try:
         return orjson.dumps(_big_ints_as_text(row), default=encode_default, option=WRITE)
     except TypeError as exc:
-        raise InputError(f"cannot write this row as JSON: {exc}") from exc
+        if "Recursion" not in str(exc):
+            raise InputError(f"cannot write this row as JSON: {exc}") from exc
+    return deep_dumps(row) + b"\n"
+
+
+def deep_dumps(value: Any) -> bytes:
+    """A value nested deeper than orjson writes (254 levels; the parser reads 1,024): its
+    containers written level by level, the same bytes orjson would write."""
+    import sys
+
+    if sys.getrecursionlimit() < 10_000:
+        sys.setrecursionlimit(10_000)  # three frames a level, 1,024 levels
+    return _deep(value)
+
+
+def _deep(value: Any) -> bytes:
+    if isinstance(value, dict):
+        return b"{" + b",".join(orjson.dumps(str(k)) + b":" + _deep(v) for k, v in value.items()) + b"}"
+    if isinstance(value, list | tuple):
+        return b"[" + b",".join([_deep(v) for v in value]) + b"]"
+    try:
+        return orjson.dumps(value, default=encode_default)
+    except TypeError:
+        return orjson.dumps(_big_ints_as_text(value), default=encode_default)
 
 
 class JsonlReader(RowReader):
@@ -281,8 +308,12 @@ def bad_line_error(line: bytes, line_no: int) -> InputError:
     lines (stdin's default) says how to name its format."""
     hint = None
     if line_no == 1:
-        text = line.decode("utf-8", "replace").strip()
-        if text and text[0] not in '{["' and ("," in text or "\t" in text):
+        try:
+            text = line.decode("utf-8").strip()
+        except UnicodeDecodeError:  # bytes, not text: no delimited format either
+            return InputError(bad_line_message(line), hint="this is not text: name the input's format with -i")
+        printable = all(c.isprintable() or c == "\t" for c in text)
+        if printable and text and text[0] not in '{["' and ("," in text or "\t" in text):
             fmt = "tsv" if "\t" in text else "csv"
             hint = f"this looks like {fmt.upper()}: name the format with -i {fmt}"
     return InputError(bad_line_message(line), hint=hint)

@@ -14,7 +14,7 @@ from cdc.core.kinds import KIND_BY_TEXT
 from cdc.core.model import Reject, Row
 from cdc.engine.empty import Examples
 from cdc.engine.job import Job, Result
-from cdc.engine.paths.native.kernel import KINDS
+from cdc.engine.paths.native.kernel import KINDS, escape_at
 from cdc.engine.session import Session
 from cdc.formats.jsonl import loads
 
@@ -59,6 +59,12 @@ class Engine:
     kernel: Any  # the _kernel.State; None once handed over
     watch: tuple[bytes, ...] = ()  # names that hand a chunk naming one over (unknown commit columns)
     examples: Examples | None = None  # the first changes, for an empty result's columns and types
+
+    def hands_over(self, chunk: bytes) -> bool:
+        """Whether the general way is to take this chunk and the rest (before the kernel sees it):
+        one with an escape the kernel would copy as written (``kernel.escape_at``), or naming a
+        watched column."""
+        return escape_at(chunk) >= 0 or any(name in chunk for name in self.watch)
 
     def apply(self, packed: bytes, at: Chunk) -> int | None:
         """Apply the records; None, or the byte offset in them of the record the kernel stopped

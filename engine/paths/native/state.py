@@ -214,7 +214,7 @@ class StateLines:
         self._last = Location(source, first_line + count_lines(chunk) - (1 if chunk.endswith(b"\n") else 0))
         at = Chunk(chunk, source, first_line, reject)
         job = None
-        if self.engine.kernel is not None and any(name in chunk for name in self.engine.watch):
+        if self.engine.kernel is not None and self.engine.hands_over(chunk):
             self._drain()
             if self.engine.kernel is not None:
                 self._take_over("a chunk that names a change feed's commit column")
@@ -598,8 +598,8 @@ class ReplayEngine(Engine):
         self.writer = JsonlWriter(out)
         self.counts = ReplayCounts()
         self.by_kind: dict[str, int] = dict.fromkeys(KINDS, 0)
-        self.since = TimePoint(spec.since) if spec.since is not None else None
-        self.until = TimePoint(spec.until) if spec.until is not None else None
+        self.since = TimePoint(spec.since, "--since", spec.time_column) if spec.since is not None else None
+        self.until = TimePoint(spec.until, "--until", spec.time_column) if spec.until is not None else None
         self.replayer: Replayer | None = None
         flags = F_RETRACT if spec.emit == "retract" else 0
         flags |= F_KEEP_NOOP if spec.keep_noop else 0
