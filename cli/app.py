@@ -12,6 +12,7 @@ import typer.core
 import typer.main
 
 from cdc import __version__
+from cdc.cli import errors as cli_errors
 
 # name → (module in cdc.cli, one line for `cdc --help`). A run imports and registers only the
 # command it names: importing the other six and Typer reading their signatures is ~15 ms of
@@ -96,10 +97,11 @@ def build_app(only: str | None = None) -> typer.Typer:
 
 def command_options() -> dict[str, set[str]]:
     """Each command's option names (builds every command: for messages, not for start-up)."""
-    from cdc.cli.errors import options_of
-
     app = typer.main.get_command(build_app())
-    return {name: options_of(command) for name, command in app.commands.items()}  # type: ignore[attr-defined]
+    return {name: cli_errors.options_of(command) for name, command in app.commands.items()}  # type: ignore[attr-defined]
+
+
+cli_errors.every_command_options = command_options
 
 
 def main() -> NoReturn:

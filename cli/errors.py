@@ -6,7 +6,7 @@ import os
 import re
 import sys
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -42,6 +42,11 @@ def options_of(command: Any) -> set[str]:
     return {name for p in command.params for name in (*p.opts, *getattr(p, "secondary_opts", ()))}
 
 
+# Every command's option names, for hints about another command's option: set by cli/app.py,
+# which builds the commands (importing it here would make the two modules import each other).
+every_command_options: Callable[[], dict[str, set[str]]] = dict
+
+
 def command_hint(hint: str, name: str | None = None, options: set[str] | None = None) -> str:
     """A hint as the command at hand can follow it: an option it names that this command does
     not have (a decoder's --on-truncate met by materialize -i debezium) is said to be another
@@ -56,11 +61,9 @@ def command_hint(hint: str, name: str | None = None, options: set[str] | None = 
     foreign = [o for o in dict.fromkeys(_OPTION.findall(hint)) if o not in options]
     if not foreign:
         return hint
-    from cdc.cli.app import command_options
-
     notes = []
     for option in foreign:
-        owners = [c for c, opts in command_options().items() if option in opts]
+        owners = [c for c, opts in every_command_options().items() if option in opts]
         where = f"an option of cdc {', cdc '.join(owners)}" if owners else "not an option of cdc"
         notes.append(f"{option} is {where}, not of cdc {name}")
     return f"{hint} ({'; '.join(notes)})"

@@ -70,7 +70,8 @@ MemoryLimit = Annotated[
         show_default=False,
         rich_help_panel=STATE_PANEL,
         help="Memory the table may take (512MB, 8GB, 40%); past it the changes spill to --temp-dir, "
-        "partitioned by key, and come back in the same order. \\[default: 50% of RAM]",
+        "partitioned by key, and come back in the same order (stdin is read ahead to tell only when this "
+        "is given). \\[default: 50% of RAM]",
     ),
 ]
 TempDir = Annotated[

@@ -118,6 +118,7 @@ class MaterializeSpec:
 
     reads: ClassVar[str] = CHANGELOG
     stateless: ClassVar[bool] = False
+    rows_at_end: ClassVar[bool] = True  # its rows are the state, written once the input is read
     kind_column: str = "op"
     key: tuple[str, ...] = ()
     policy: Policy = Policy.warn

@@ -522,7 +522,12 @@ def materialize(
 
         if temp_dir is not None and not os.path.isdir(temp_dir):
             raise UsageError(f"--temp-dir: {os.fspath(temp_dir)!r} is not a folder")
-        io.limits = {"memory_limit": limit_of(memory_limit), "temp_dir": os.fspath(temp_dir) if temp_dir else None}
+        folder = os.fspath(temp_dir) if temp_dir else None
+        io.limits = {
+            "memory_limit": limit_of(memory_limit),
+            "temp_dir": folder,
+            "stdin_read_ahead": memory_limit is not None,
+        }
     if print_sql or expect is None:
         return _sql_or_run(io, spec, "print_materialize_sql")
     return _expected(io, spec, expect)

@@ -45,6 +45,7 @@ class Job:
     sink: RowSink | None = None  # rows handed to a caller instead of written to ``output``
     memory_limit: int | None = None  # bytes the state may take before it spills (None: no limit)
     temp_dir: str | None = None  # where a spill goes (None: the system's temporary folder)
+    stdin_read_ahead: bool = False  # stdin read ahead to see whether it fits (a --memory-limit given)
     # Filled in by ``resolve``: each input's format (stdin sniffed) and the output's.
     formats: tuple[str, ...] = ()
     out_format: str = ""

@@ -193,6 +193,13 @@ class DebeziumDecoder:
         by_kind = self.counts.by_kind
         decode = self.decode
         holds = self.placeholder.matches
+        in_line = self.placeholder.in_line
+
+        def clean(image: Row, raw: bytes) -> bool:
+            """No placeholder form in the image (the line's bytes say so at C speed)."""
+            if raw and not in_line(raw):
+                return True
+            return not any(v is not None and holds(v) for v in image.values())
 
         def plain(event: Row | None, raw: bytes = b"") -> tuple[Row, ...] | list[Row]:
             if event is None or "payload" in event:
@@ -213,18 +220,13 @@ class DebeziumDecoder:
                     and kc not in before
                     and kc not in after
                     and before.keys() >= after.keys()
-                    and not any(v is not None and holds(v) for v in before.values())
-                    and not any(v is not None and holds(v) for v in after.values())
+                    and clean(before, raw)
+                    and clean(after, raw)
                 ):
                     by_kind["-U"] += 1
                     by_kind["+U"] += 1
                     return ({kc: "-U", **before}, {kc: "+U", **after})
-            elif (
-                op == "d"
-                and type(before) is dict
-                and kc not in before
-                and not any(v is not None and holds(v) for v in before.values())
-            ):
+            elif op == "d" and type(before) is dict and kc not in before and clean(before, raw):
                 by_kind["-D"] += 1
                 return ({kc: "-D", **before},)
             return decode(event, raw)

@@ -400,3 +400,26 @@ def test_every_decimal_setting_decodes_to_the_same_values(
 
 def _num(value: Any) -> str:
     return f"#{value}#"  # a Decimal written as a bare JSON number (decimal.format=NUMERIC)
+
+
+def test_flattened_rows_are_recognised_as_debezium_and_pointed_at() -> None:
+    code, out, err = cdc("decode", FORMS / "flattened-rewrite.jsonl", "--key", "id")  # --envelope auto
+    assert code == 0 and table(parse_jsonl(out)[-1:]) == table(
+        [{"op": "+U", **read_jsonl(FORMS / "flattened-rewrite.expected.jsonl")[0]}]
+    )
+    code, _, err = cdc("materialize", FORMS / "flattened-rewrite.jsonl", "--key", "id")
+    assert code == 3 and "debezium" in err and "--input-format debezium" in err
+
+
+def test_the_python_api_takes_strict_and_the_placeholder() -> None:
+    import cdc as api
+    from cdc.core.errors import InconsistencyError
+
+    events = [json.loads(line) for line in (FORMS / "stale-before.jsonl").read_text().splitlines()]
+    result = api.decode(events, envelope="debezium", key="id")
+    assert result.counts.notes["before image differs from the stored row"] == 1
+    with pytest.raises(InconsistencyError):
+        api.decode(events, envelope="debezium", key="id", strict=True)
+    events = [json.loads(line) for line in (FORMS / "toast-custom-placeholder-hex.jsonl").read_text().splitlines()]
+    rows = api.decode(events, envelope="debezium", key="id", unavailable_placeholder="<unchanged>").rows
+    assert rows is not None and rows[-1]["bin"] == "000102"

@@ -342,7 +342,7 @@ def run(job: Job, current: Session) -> Result:
         rows = chain(() if first is None else (first,), rows)
         empty = _empty_of(steps, reader)
         places = None
-        if job.rows is None and STDIO in job.inputs and not isinstance(job.spec, MaterializeSpec):
+        if job.rows is None and STDIO in job.inputs and not getattr(job.spec, "rows_at_end", False):
             places = Places()  # stdin cannot be read again (a table's rows come at the end)
             rows = places.rows(rows, reader)
         try:
