@@ -388,3 +388,12 @@ def test_inspect_strict_exits_3_on_findings_after_the_report() -> None:
     assert run_cdc(["inspect", "--key", "id", "--strict"], stdin=NUMBERS).returncode == 0
     with pytest.raises(cdc.InconsistencyError):
         cdc.inspect([{"op": "-D", "id": 1}], key="id", strict=True)
+
+
+def test_a_csv_row_that_is_not_utf8_is_named_by_its_line_never_a_traceback(tmp_path: Path) -> None:
+    for body in (b"+I,1,\xff\xfe,3\n+I,2,x\n", b"+I,1,\xff\xfe\n+I,2,x\n"):  # ragged, and not
+        log = tmp_path / "log.csv"
+        log.write_bytes(b"op,id,v\n" + body)
+        result = run_cdc(["to-changelog", log, "--on-error", "skip"])
+        assert b"Traceback" not in result.stderr and b"Exception ignored" not in result.stderr, result.stderr
+        assert f"{log}:2: invalid UTF-8".encode() in result.stderr
