@@ -5,13 +5,13 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from itertools import islice
 from typing import Any
 
 from cdc.cli.options import Common
 from cdc.cli.running import job_of
 from cdc.core.errors import UsageError
 from cdc.core.flinksql import (
+    ColumnTypes,
     DebeziumInfo,
     Sink,
     Source,
@@ -20,7 +20,6 @@ from cdc.core.flinksql import (
     debezium_sql,
     decode_sql,
     from_changelog_sql,
-    infer_columns,
     inspect_sql,
     materialize_sql,
     replay_sql,
@@ -49,17 +48,39 @@ def _ignore(err: Any, raw: str) -> None:
     """A bad record among the first rows says nothing about the columns."""
 
 
-def sample(job: Job, errors: list[str] | None = None) -> tuple[Job, list[dict[str, Any]]]:
-    """The job with its formats decided, and the first rows of its first input (``errors``
-    collects what cdc rejected among them)."""
+def sample(job: Job, errors: list[str] | None = None, drop: str | None = None) -> Read:
+    """Read the job's first input to its end, once: the column types from every row (never from a
+    prefix: a fraction in row 10,000 of an integer column makes it DOUBLE), whether a CSV had quoted
+    empty fields, and the first rows as cdc read them (``errors`` collects what cdc rejected,
+    ``drop``: a column left out of the types, e.g. the kind column of decoded images)."""
     job = resolve(job.with_(inputs=job.inputs[:1]))
 
     def reject(err: Any, raw: str) -> None:
-        if errors is not None:
+        if errors is not None and len(errors) < SAMPLE_ROWS:
             errors.append(str(err))
 
-    reader = open_rows(job, reject, None, Counts())
-    return job, list(islice(iter(reader), SAMPLE_ROWS))
+    text_only = bool(job.formats) and job.formats[0] in ("csv", "tsv")
+    types = ColumnTypes(text_only)
+    first: list[dict[str, Any]] = []
+    empty = False
+    for row in open_rows(job, reject, None, Counts()):
+        image = {k: v for k, v in row.items() if k != drop} if drop is not None else row
+        types.add(image)
+        if len(first) < SAMPLE_ROWS:
+            first.append(row)
+        if text_only and not empty:
+            empty = any(v == "" for v in row.values())
+    return Read(job, first, types.result(), empty)
+
+
+@dataclass
+class Read:
+    """What one pass over an input gave (see :func:`sample`)."""
+
+    job: Job
+    rows: list[dict[str, Any]]
+    types: dict[str, str]
+    empty_strings: bool
 
 
 def _source(job: Job, common: Common | None = None, key: tuple[str, ...] = (), upserts: bool = False) -> Source:
@@ -84,39 +105,51 @@ def _sink(common: Common, key: tuple[str, ...] = (), kind_column: str = "op") ->
     return Sink(common.sql_sink, common.sink_path, common.sink_topic, common.bootstrap_servers, key, kind_column)
 
 
-def columns_of(rows: list[dict[str, Any]], source: Source) -> dict[str, str]:
-    return infer_columns(rows, text_only=source.fmt in ("csv", "tsv"))
+def emit(common: Common, sql: str, shape: str, spec: Any = None, keys: tuple[str, ...] = ()) -> None:
+    """Print the script, or with ``--on-flink`` run it on the cluster and write its rows as the
+    local run writes them (``shape``: see ``engine.on_flink``; a ``--sql-sink`` makes it ``sink``)."""
+    if common.on_flink is None:
+        sys.stdout.write(sql)
+        sys.stdout.flush()
+        return
+    from cdc.cli.errors import say
+    from cdc.cli.running import table_sink
+    from cdc.engine.on_flink import run_on_flink
 
-
-def empty_strings(rows: list[dict[str, Any]], source: Source) -> bool:
-    """CSV: a quoted empty field ("" → empty string) among the sampled rows."""
-    return source.fmt in ("csv", "tsv") and any(v == "" for r in rows for v in r.values())
-
-
-def emit(sql: str) -> None:
-    sys.stdout.write(sql)
-    sys.stdout.flush()
+    if common.sql_sink != "none":
+        shape = "sink"
+    kind_column = getattr(spec, "kind_column", "op")
+    job = job_of(common, spec, table_sink(common, spec) if spec is not None else None)
+    done = run_on_flink(common.on_flink, sql, job, shape, keys=keys, kind_column=kind_column)
+    if shape == "sink":
+        say(f"cdc: flink job {done.job_id} wrote to the {common.sql_sink} sink")
+    elif common.stats:
+        say(f"cdc: flink job {done.job_id}: {done.rows} row(s) written")
 
 
 def print_from_changelog_sql(common: Common, spec: FromChangelogSpec) -> None:
-    job, rows = sample(job_of(common, spec))
-    source = _source(job, common, spec.keys)
+    got = sample(job_of(common, spec))
+    source = _source(got.job, common, spec.keys)
     emit(
+        common,
         from_changelog_sql(
             "cdc from-changelog",
             source,
-            columns_of(rows, source),
+            got.types,
             spec.op_column,
             spec.mapping,
             spec.keys,
             common.on_error == OnError.skip,
             spec.drop,
-            empty_strings=empty_strings(rows, source),
+            empty_strings=got.empty_strings,
             commit_columns=spec.commit_columns,
             drop_columns=spec.commit_columns if spec.drop_commit_columns else (),
             flink_version=common.flink_version,
             sink=_sink(common, spec.keys, spec.kind_column),
-        )
+        ),
+        "changelog",
+        spec,
+        spec.keys,
     )
 
 
@@ -154,13 +187,14 @@ def changelog_sample(
     if source.fmt in ENVELOPES:
         types, info = envelope_sample(common, DecodeSpec(envelope=source.fmt, kind_column=kind_column))
         return Sampled(source, types, False, info, [])
-    job, rows = sample(job_of(common, CopySpec(reads, kind_column)))
-    return Sampled(source, columns_of(rows, source), empty_strings(rows, source), None, rows)
+    got = sample(job_of(common, CopySpec(reads, kind_column)))
+    return Sampled(source, got.types, got.empty_strings, None, got.rows)
 
 
 def print_to_changelog_sql(common: Common, spec: ToChangelogSpec) -> None:
     got = changelog_sample(common, spec, spec.kind_column)
     emit(
+        common,
         to_changelog_sql(
             "cdc to-changelog",
             got.source,
@@ -173,7 +207,10 @@ def print_to_changelog_sql(common: Common, spec: ToChangelogSpec) -> None:
             debezium=got.info,
             flink_version=common.flink_version,
             sink=_sink(common),
-        )
+        ),
+        "rows",
+        spec,
+        (),
     )
 
 
@@ -184,25 +221,23 @@ def debezium_sample(common: Common, spec: DecodeSpec) -> tuple[dict[str, str], D
     from cdc.formats.registry import open_inputs
 
     job = resolve(job_of(common, spec).with_(inputs=tuple(common.inputs[:1]), input_format="debezium"))
-    source = Source(job.inputs[0], "debezium")
 
-    def read(raw: bool) -> tuple[list[dict[str, Any]], bool]:
+    def read(raw: bool) -> tuple[dict[str, str], bool]:
         quiet = DecodeSpec(
             kind_column=spec.kind_column, schema_include=spec.schema_include, raw_values=raw, on_truncate="skip"
         )
         decoder = DebeziumDecoder(quiet)  # kept: it tells whether the events came in an envelope
         reader = open_inputs(job.inputs, job.formats, _ignore, None, {"debezium": decoder.reader})
-        rows = list(islice(iter(reader), SAMPLE_ROWS))
-        images = [{k: v for k, v in r.items() if k != quiet.kind_column} for r in rows]
-        return images, spec.schema_include == "true" or decoder.saw_envelope
+        types = ColumnTypes()
+        for row in reader:  # every event: a column's type is what all its values hold
+            types.add({k: v for k, v in row.items() if k != quiet.kind_column})
+        return types.result(), spec.schema_include == "true" or decoder.saw_envelope
 
-    images, enveloped = read(spec.raw_values)
-    raw_images, _ = read(True)
+    columns, enveloped = read(spec.raw_values)
+    raw_columns, _ = read(True)
     scan = scan_events(job.inputs[0], spec.schema_include) if job.inputs[0] != "-" else DebeziumInfo()
-    info = replace(
-        scan, schema_include=enveloped, raw_columns=columns_of(raw_images, source), raw_values=spec.raw_values
-    )
-    return columns_of(images, source), info
+    info = replace(scan, schema_include=enveloped, raw_columns=raw_columns, raw_values=spec.raw_values)
+    return columns, info
 
 
 def envelope_sample(common: Common, spec: DecodeSpec) -> tuple[dict[str, str], DebeziumInfo]:
@@ -210,16 +245,15 @@ def envelope_sample(common: Common, spec: DecodeSpec) -> tuple[dict[str, str], D
     what Flink's format would meet (see ``flinksql.scan_records``)."""
     quiet = replace(spec, on_truncate="skip", key=(), metadata=())
     errors: list[str] = []
-    job, rows = sample(job_of(common, quiet), errors)
-    images = [{k: v for k, v in r.items() if k != spec.kind_column} for r in rows]
+    got = sample(job_of(common, quiet), errors, drop=spec.kind_column)
     info = (
-        scan_events(job.inputs[0], envelope=spec.envelope, include=(spec.database_include, spec.table_include))
-        if job.inputs[0] != "-"
+        scan_events(got.job.inputs[0], envelope=spec.envelope, include=(spec.database_include, spec.table_include))
+        if got.job.inputs[0] != "-"
         else DebeziumInfo()
     )
     if spec.bootstrap == "skip" and "bootstrap-insert" in info.unsupported:  # cdc skips those rows too
         info = replace(info, rejected=info.unsupported, unsupported="")
-    return infer_columns(images), replace(info, raw_values=spec.raw_values, first_error=errors[0] if errors else "")
+    return got.types, replace(info, raw_values=spec.raw_values, first_error=errors[0] if errors else "")
 
 
 def scan_events(
@@ -228,12 +262,12 @@ def scan_events(
     envelope: str = "debezium",
     include: tuple[str | None, str | None] = (None, None),
 ) -> DebeziumInfo:
-    """The first records of an envelope file as sent (see ``flinksql.scan_records``)."""
+    """The records of an envelope file as sent, all of them (see ``flinksql.scan_records``)."""
     import json
 
     def records() -> Iterator[Any]:
         with open(path, "rb") as f:
-            for line in islice(f, SAMPLE_ROWS * 2):
+            for line in f:
                 text = line.strip()
                 if not text:
                     continue
@@ -279,6 +313,7 @@ def print_decode_sql(common: Common, spec: DecodeSpec) -> None:
         columns, info = debezium_sample(common, spec)
         info = replace(info, on_truncate=spec.on_truncate)
         emit(
+            common,
             debezium_sql(
                 "cdc debezium-decode",
                 _envelope_source(common, "debezium", spec.key),
@@ -290,7 +325,10 @@ def print_decode_sql(common: Common, spec: DecodeSpec) -> None:
                 info=info,
                 flink_version=common.flink_version,
                 sink=_sink(common, spec.key, spec.kind_column),
-            )
+            ),
+            "changelog",
+            spec,
+            spec.key,
         )
         return
     from cdc.core.envelopes import parse_metadata as envelope_metadata
@@ -298,6 +336,7 @@ def print_decode_sql(common: Common, spec: DecodeSpec) -> None:
     columns, info = envelope_sample(common, spec)
     info = replace(info, on_truncate=spec.on_truncate)
     emit(
+        common,
         decode_sql(
             _envelope_source(common, spec.envelope, spec.key),
             columns,
@@ -309,7 +348,10 @@ def print_decode_sql(common: Common, spec: DecodeSpec) -> None:
             table_include=spec.table_include,
             flink_version=common.flink_version,
             sink=_sink(common, spec.key, spec.kind_column),
-        )
+        ),
+        "changelog",
+        spec,
+        spec.key,
     )
 
 
@@ -333,6 +375,7 @@ def print_aggregate_sql(common: Common, spec: AggregateSpec) -> None:
     reads = "changelog" if spec.input_mode == "changelog" else "rows"
     got = changelog_sample(common, spec, spec.kind_column, reads, spec.key, spec.input_mode == "upsert")
     emit(
+        common,
         aggregate_sql(
             got.source,
             got.types,
@@ -348,7 +391,10 @@ def print_aggregate_sql(common: Common, spec: AggregateSpec) -> None:
             flink_version=common.flink_version,
             sink=_sink(common, spec.query.group_by, spec.kind_column),
             debezium=got.info,
-        )
+        ),
+        "rows" if spec.query.emit == "upsert" else "changelog",
+        spec,
+        spec.query.group_by,
     )
 
 
@@ -367,6 +413,7 @@ def print_materialize_sql(common: Common, spec: MaterializeSpec) -> None:
     # retraction's match): the query selects the other columns.
     commit = COMMIT_COLUMNS if spec.commit_columns is None else spec.commit_columns
     emit(
+        common,
         materialize_sql(
             got.source,
             got.types,
@@ -378,7 +425,10 @@ def print_materialize_sql(common: Common, spec: MaterializeSpec) -> None:
             debezium=got.info,
             drop_columns=tuple(c for c in commit if c in got.types),
             sample=got.rows,
-        )
+        ),
+        "table",
+        spec,
+        spec.key,
     )
 
 
@@ -389,6 +439,7 @@ def print_replay_sql(common: Common, spec: ReplaySpec) -> None:
     reads = "changelog" if spec.input_mode == "changelog" else "rows"
     got = changelog_sample(common, spec, spec.kind_column, reads, spec.key, spec.input_mode == "upsert")
     emit(
+        common,
         replay_sql(
             got.source,
             got.types,
@@ -403,7 +454,10 @@ def print_replay_sql(common: Common, spec: ReplaySpec) -> None:
             empty_strings=got.empty_strings,
             debezium=got.info,
             sample=got.rows,
-        )
+        ),
+        "rows" if spec.emit == "upsert" else "changelog",
+        spec,
+        spec.key,
     )
 
 
@@ -417,6 +471,7 @@ def print_encode_sql(common: Common, spec: EncodeSpec) -> None:
             "(or --sql-sink filesystem --sink-path DIR)"
         )
     emit(
+        common,
         debezium_encode_sql(
             got.source,
             got.types,
@@ -426,7 +481,10 @@ def print_encode_sql(common: Common, spec: EncodeSpec) -> None:
             flink_version=common.flink_version,
             empty_strings=got.empty_strings,
             debezium=got.info,
-        )
+        ),
+        "sink",
+        spec,
+        spec.key,
     )
 
 
@@ -435,6 +493,7 @@ def print_inspect_sql(common: Common, spec: InspectSpec) -> None:
     streaming GROUP BY computes; the script's header says what it leaves out."""
     got = changelog_sample(common, spec, spec.kind_column)
     emit(
+        common,
         inspect_sql(
             got.source,
             got.types,
@@ -444,5 +503,8 @@ def print_inspect_sql(common: Common, spec: InspectSpec) -> None:
             sink=_sink(common),
             empty_strings=got.empty_strings,
             debezium=got.info,
-        )
+        ),
+        "counts",
+        None,
+        (),
     )
