@@ -63,6 +63,7 @@ class Common:
     progress: bool | None = None
     verbose: bool = False
     print_sql: bool = False
+    on_flink: str | None = None  # a SQL Gateway's URL: the --print-sql script is run there
     flink_version: str = "2.3"
     sql_source: str = "filesystem"
     sql_sink: str = "none"
@@ -224,6 +225,22 @@ SQL = Group(
             False,
         ),
         (
+            "on_flink",
+            Annotated[
+                str | None,
+                typer.Option(
+                    "--on-flink",
+                    metavar="URL",
+                    help="Run that script on a Flink cluster through its SQL Gateway (http://HOST:8083) and write "
+                    "its rows as the local run would (-o, -f). The cluster reads the input itself: a file:/// path "
+                    "it shares, or any path when the gateway is on this machine.",
+                    rich_help_panel=SQL_PANEL,
+                    show_default=False,
+                ),
+            ],
+            None,
+        ),
+        (
             "flink_version",
             Annotated[
                 str,
@@ -354,6 +371,8 @@ def cdc_command(*groups: Group) -> Callable[[Callable[..., None]], Callable[...,
                     value = value.lower()
                 setattr(common, name, value)
             with reported_errors(common.verbose, common.output):
+                if common.on_flink is not None:
+                    on_flink(common)
                 command(common=common, **values)
 
         wrapper.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
@@ -361,6 +380,23 @@ def cdc_command(*groups: Group) -> Callable[[Callable[..., None]], Callable[...,
         return wrapper
 
     return decorate
+
+
+def on_flink(common: Common) -> None:
+    """``--on-flink``: the command takes its ``--print-sql`` branch, whose script is then run
+    on the cluster (``cli.print_sql.emit``) instead of printed; the input is checked to be a path
+    the cluster reads."""
+    from cdc.core.errors import UsageError
+    from cdc.engine.on_flink import cluster_input
+
+    if common.print_sql:
+        raise UsageError("--print-sql prints the script, --on-flink runs it: give one of them")
+    if len(common.inputs) > 1:
+        raise UsageError(
+            "--on-flink runs one input file; the cluster's script reads one table", hint="concatenate them"
+        )
+    common.inputs = [cluster_input(path, common.on_flink or "") for path in common.inputs]
+    common.print_sql = True
 
 
 CommitColumnsOpt = Annotated[
