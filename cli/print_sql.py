@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from cdc.cli.options import Common
@@ -70,7 +70,7 @@ def sample(job: Job, errors: list[str] | None = None, drop: str | None = None) -
             first.append(row)
         if text_only and not empty:
             empty = any(v == "" for v in row.values())
-    return Read(job, first, types.result(), empty)
+    return Read(job, first, types.result(), empty, types.text_numbers())
 
 
 @dataclass
@@ -81,6 +81,7 @@ class Read:
     rows: list[dict[str, Any]]
     types: dict[str, str]
     empty_strings: bool
+    numbers: dict[str, str] = field(default_factory=dict)  # CSV columns that spell numbers throughout
 
 
 def _source(job: Job, common: Common | None = None, key: tuple[str, ...] = (), upserts: bool = False) -> Source:
@@ -165,6 +166,7 @@ class Sampled:
     empty_strings: bool
     info: DebeziumInfo | None
     rows: list[dict[str, Any]]
+    numbers: dict[str, str] = field(default_factory=dict)  # CSV columns that spell numbers throughout
 
 
 def changelog_sample(
@@ -188,7 +190,7 @@ def changelog_sample(
         types, info = envelope_sample(common, DecodeSpec(envelope=source.fmt, kind_column=kind_column))
         return Sampled(source, types, False, info, [])
     got = sample(job_of(common, CopySpec(reads, kind_column)))
-    return Sampled(source, got.types, got.empty_strings, None, got.rows)
+    return Sampled(source, got.types, got.empty_strings, None, got.rows, got.numbers)
 
 
 def print_to_changelog_sql(common: Common, spec: ToChangelogSpec) -> None:
@@ -374,6 +376,10 @@ def print_aggregate_sql(common: Common, spec: AggregateSpec) -> None:
     _consistency_unchecked(spec.policy, "aggregate")
     reads = "changelog" if spec.input_mode == "changelog" else "rows"
     got = changelog_sample(common, spec, spec.kind_column, reads, spec.key, spec.input_mode == "upsert")
+    # CSV values are text to Flink: SUM/AVG over a column of number text read it as cdc does (CAST).
+    numeric_text = any(
+        a.func in ("SUM", "AVG") and a.arg is not None and got.types.get(a.arg) == "STRING" for a in spec.query.aggs
+    )
     emit(
         common,
         aggregate_sql(
@@ -385,7 +391,9 @@ def print_aggregate_sql(common: Common, spec: AggregateSpec) -> None:
             kind_column=spec.kind_column,
             keys=spec.key,
             empty_strings=got.empty_strings,
-            select=spec.query.select_sql,
+            select=None if numeric_text else spec.query.select_sql,
+            where=spec.query.where.sql() if numeric_text and spec.query.where is not None else None,
+            numbers=got.numbers,
             emit=spec.query.emit,
             delete_when=spec.delete_when,
             flink_version=common.flink_version,

@@ -45,6 +45,7 @@ def aggregate_sql(
     debezium: DebeziumInfo | None = None,
     emit: str = "retract",
     delete_when: tuple[str, str] | None = None,
+    numbers: Mapping[str, str] | None = None,
 ) -> str:
     """``cdc aggregate``: a continuous ``GROUP BY`` (Flink's group aggregate and its update log).
 
@@ -60,6 +61,10 @@ def aggregate_sql(
     - ``emit``: ``retract`` (the SQL client's changelog: ``+I -U +U -D``) or ``upsert`` (cdc's
       upsert log: the same without ``-U``, written as rows with the kind in ``kind_column``
       through TO_CHANGELOG, unless the sink is upsert-kafka, which takes the update log itself).
+    - ``numbers``: text columns (CSV: Flink's csv format reads STRING) whose every value spells a
+      number, and the type cdc reads them as (``ColumnTypes.text_numbers``): SUM/AVG over such a
+      column CAST it to that type, as cdc adds the numbers the text spells; over other text, refused
+      (Flink has no SUM of STRING; cdc fails on the first value that is not a number).
     """
     check_version(flink_version)
     if not aggregates:
@@ -96,16 +101,27 @@ def aggregate_sql(
         fn = function.upper()
         if fn not in AGG_FUNCTIONS:
             raise UsageError(f"aggregate function {function!r}: one of {', '.join(AGG_FUNCTIONS)}")
+        argument_type = None
         if argument is None:
             if fn != "COUNT":
                 raise UsageError(f"{fn}(*) is not an aggregate; only COUNT(*)")
             expr = "COUNT(*)"
         else:
             _key_check([argument], data)
-            expr = f"{fn}({'DISTINCT ' if distinct else ''}{ident(argument)})"
+            operand, argument_type = ident(argument), columns[argument]
+            if fn in ("SUM", "AVG") and argument_type == "STRING":
+                number = (numbers or {}).get(argument)
+                if number is None:
+                    raise UsageError(
+                        f"{fn}({argument}): the column is text that does not spell a number in every row; Flink has "
+                        f"no {fn} of STRING, and cdc stops at the first value that is not a number",
+                        hint="filter the rows first (--where), or fix the column's values",
+                    )
+                operand, argument_type = f"CAST({operand} AS {number})", number
+            expr = f"{fn}({'DISTINCT ' if distinct else ''}{operand})"
         items.append(f"{expr} AS {ident(name)}")
         out_cols.append(name)
-        types[name] = agg_type(fn, None if argument is None else columns[argument])
+        types[name] = agg_type(fn, argument_type)
     query = f"SELECT {', '.join(items)}\nFROM {ident(table)}"
     if where:
         query += f"\nWHERE {where}"

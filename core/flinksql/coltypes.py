@@ -9,6 +9,7 @@ from decimal import Decimal
 from typing import Any
 
 from cdc.core.errors import UsageError
+from cdc.core.predicate import number_from_text
 
 Row = dict[str, Any]
 
@@ -123,6 +124,7 @@ class ColumnTypes:
     def __init__(self, text_only: bool = False) -> None:
         self.text_only = text_only
         self.types: dict[str, str | None] = {}
+        self.numbers: dict[str, str] = {}  # text columns: the number type all their text spells ('' none)
 
     def add(self, row: Row) -> None:
         types = self.types
@@ -133,6 +135,24 @@ class ColumnTypes:
                 types[name] = t
             elif t is not None and t != current:
                 types[name] = widen(current, t, name)
+            if self.text_only and isinstance(value, str) and value.strip():
+                self._number(name, value)
+
+    def _number(self, name: str, text: str) -> None:
+        current = self.numbers.get(name)
+        if current == "":
+            return
+        n = number_from_text(text)
+        t = sql_type(n)
+        if t is None:
+            self.numbers[name] = ""
+        else:
+            self.numbers[name] = t if current is None else widen(current, t, name)
+
+    def text_numbers(self) -> dict[str, str]:
+        """Text columns (CSV) whose every non-empty value spells a number, and the type that holds
+        them as cdc reads them (integers BIGINT, fractions an exact DECIMAL, exponents DOUBLE)."""
+        return {name: t for name, t in self.numbers.items() if t}
 
     def result(self) -> dict[str, str]:
         return {name: (t or "STRING") for name, t in self.types.items()}
