@@ -442,8 +442,11 @@ def print_materialize_sql(common: Common, spec: MaterializeSpec) -> None:
 
 def print_replay_sql(common: Common, spec: ReplaySpec) -> None:
     """ChangelogNormalize: an upsert-kafka source keyed by --key, or keep-last by --order-by."""
-    if spec.since is not None or spec.until is not None or spec.keep_noop:
-        raise UsageError("--since, --until, --net and --keep-noop have no Flink SQL form here")
+    if spec.since is not None or spec.until is not None:
+        raise UsageError(
+            "--since, --until and --net have no Flink SQL form here: a window of the changes by a column's value "
+            "is a batch question, not one continuous query"
+        )
     reads = "changelog" if spec.input_mode == "changelog" else "rows"
     got = changelog_sample(common, spec, spec.kind_column, reads, spec.key, spec.input_mode == "upsert")
     emit(
@@ -462,6 +465,8 @@ def print_replay_sql(common: Common, spec: ReplaySpec) -> None:
             empty_strings=got.empty_strings,
             debezium=got.info,
             sample=got.rows,
+            keep_noop=spec.keep_noop,
+            numbers=got.numbers,
         ),
         "rows" if spec.emit == "upsert" else "changelog",
         spec,

@@ -8,6 +8,7 @@ from cdc.core.errors import UsageError
 from cdc.core.flinksql.changelog import envelope_table
 from cdc.core.flinksql.coltypes import DEFAULT_FLINK_VERSION, SQL_TIMESTAMP, Row, check_version, ident
 from cdc.core.flinksql.materialize import _key_check
+from cdc.core.flinksql.normalize import OP, PROCTIME_COLUMN, as_changelog, delete_condition, replayed_view
 from cdc.core.flinksql.scan import DebeziumInfo
 from cdc.core.flinksql.tables import (
     ENVELOPES,
@@ -38,16 +39,22 @@ def replay_sql(
     empty_strings: bool = False,
     debezium: DebeziumInfo | None = None,
     sample: Sequence[Row] = (),
+    keep_noop: bool = False,
+    numbers: Mapping[str, str] | None = None,
 ) -> str:
     """``cdc replay --key K``: a changelog through keyed state (Flink's ChangelogNormalize).
 
-    - ``input_mode='upsert'``: ``source`` must be an ``upsert-kafka`` source keyed by ``keys``
-      (every record upserts its key, a tombstone deletes it) — Flink then normalizes by key:
-      ``+I`` for a new key, ``-U`` old / ``+U`` new, ``-D`` with the stored row, no-op updates
-      dropped. ``delete_when`` (``--delete-when COL=VALUE``) has no SQL form: refused.
-    - ``input_mode='changelog'``: changelog rows with a PRIMARY KEY and
-      ``table.exec.source.cdc-events-duplicate`` (needs a Kafka ``debezium-json`` source in Flink:
-      a FROM_CHANGELOG view cannot carry a primary key): refused for changelog-row files.
+    - ``input_mode='upsert'``: an ``upsert-kafka`` source keyed by ``keys`` (every record upserts
+      its key, a tombstone deletes it) — Flink normalizes by key: ``+I`` for a new key, ``-U`` old /
+      ``+U`` new, ``-D`` with the stored row, no-op updates dropped; ``delete_when`` has no form
+      there (a delete is a tombstone). Any other source (a file, a kafka topic): the same state as
+      LAG over the key (``normalize.replayed_view``), ``delete_when`` (``--delete-when COL=VALUE``)
+      marking deletes, ``keep_noop`` keeping equal updates.
+    - ``input_mode='changelog'``: changelog rows (a file) by the same LAG state: ``+I``/``+U``
+      upsert, ``-D`` deletes, ``-U`` ignored (cdc's replay; Flink's ChangelogNormalize drops
+      UPDATE_BEFORE too). An envelope source: its table with a PRIMARY KEY and
+      ``table.exec.source.cdc-events-duplicate`` (ChangelogNormalize itself).
+    - ``input_mode='append'`` without ``order_by``: every row upserts its key (the LAG state).
     - ``input_mode='append'`` with ``order_by``: the versioned view of Flink's versioned-table docs,
       ``ROW_NUMBER() OVER (PARTITION BY keys ORDER BY order_by DESC) = 1`` — keep-last by a time
       column; ``order_by`` must be a TIMESTAMP column for Flink's deduplication (else refused), or
@@ -59,6 +66,26 @@ def replay_sql(
     script = Script(f"cdc replay --key {','.join(keys)} --input-mode {input_mode}", flink_version)
     if emit not in ("retract", "upsert"):
         raise UsageError(f"--emit {emit!r}: retract or upsert")
+    lag = (input_mode == "upsert" and source.connector != "upsert-kafka") or (
+        input_mode == "append" and order_by is None
+    )
+    if keep_noop and not lag and not (input_mode == "changelog" and source.fmt not in ENVELOPES):
+        raise UsageError("--keep-noop has no Flink SQL form here: ChangelogNormalize drops updates that change nothing")
+    if lag or (input_mode == "changelog" and source.fmt not in ENVELOPES):
+        return _replay_by_lag(
+            script,
+            source,
+            columns,
+            keys,
+            input_mode,
+            emit,
+            kind_column,
+            delete_when,
+            sink,
+            empty_strings,
+            keep_noop,
+            numbers or {},
+        )
     if input_mode == "upsert":
         if delete_when is not None:
             raise UsageError(
@@ -126,12 +153,7 @@ def replay_sql(
         table = envelope_table(script, source, columns, debezium or DebeziumInfo(), key=keys)
         data = list(columns)
     else:
-        raise UsageError(
-            "replay of changelog rows by key is ChangelogNormalize over a source with a PRIMARY KEY: Flink gives "
-            "no primary key to a FROM_CHANGELOG view",
-            hint="read the changes as Debezium JSON from Kafka (debezium-decode --key), or upsert rows "
-            "(--input-mode upsert, upsert-kafka)",
-        )
+        raise UsageError(f"--input-mode {input_mode!r}: changelog, upsert or append")
     if emit == "upsert" and (sink is None or sink.connector != "upsert-kafka"):
         # The SQL client would show -U rows too: write the upsert log as cdc does, the kind first.
         if kind_column in data:
@@ -141,3 +163,47 @@ def replay_sql(
         types = {kind_column: "STRING", **columns}
         return finish(script, query, [kind_column, *data], sink, changelog=False, types=types)
     return finish(script, f"SELECT {select_list(data)} FROM {ident(table)}", data, sink, types=columns)
+
+
+def _replay_by_lag(
+    script: Script,
+    source: Source,
+    columns: Mapping[str, str],
+    keys: Sequence[str],
+    input_mode: str,
+    emit: str,
+    kind_column: str,
+    delete_when: tuple[str, str] | None,
+    sink: Sink | None,
+    empty_strings: bool,
+    keep_noop: bool,
+    numbers: Mapping[str, str],
+) -> str:
+    """Replay by the LAG state of ``normalize``: the retract changelog through FROM_CHANGELOG, or
+    (``--emit upsert``) the rows without ``-U``, their kind in ``kind_column``."""
+    if input_mode == "changelog":
+        if kind_column not in columns:
+            raise UsageError(f"the kind column {kind_column!r} is not among the input's columns")
+        data = [c for c in columns if c != kind_column]
+        kind = ident(kind_column)
+        deleted = f"COALESCE(TRIM({kind}) = '-D', FALSE)"
+        where: str | None = f"{kind} IS NULL OR TRIM({kind}) <> '-U'"
+    else:
+        data = list(columns)
+        deleted = "FALSE" if delete_when is None else delete_condition(*delete_when, columns, numbers)
+        where = None
+    _key_check(keys, data)
+    table = source_statements(script, source, columns, empty_strings, extra_lines=[PROCTIME_COLUMN])
+    view = replayed_view(script, table, data, keys, deleted, keep_noop, where)
+    types = {c: columns[c] for c in data}
+    if emit == "upsert" and (sink is None or sink.connector != "upsert-kafka"):
+        if kind_column in data:
+            raise UsageError(f"the kind column {kind_column!r} is also a data column; rename it with --kind-column")
+        script.notes.append(f"--emit upsert: the changelog without -U, its kind in column {kind_column}")
+        query = (
+            f"SELECT {ident(OP)} AS {ident(kind_column)}, {select_list(data)} FROM {ident(view)}\n"
+            f"WHERE {ident(OP)} <> '-U'"
+        )
+        types = {kind_column: "STRING", **types}
+        return finish(script, query, [kind_column, *data], sink, changelog=False, types=types)
+    return finish(script, as_changelog(view, data), data, sink, types=types)
