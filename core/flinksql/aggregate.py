@@ -8,6 +8,7 @@ from cdc.core.errors import UsageError
 from cdc.core.flinksql.changelog import changelog_source
 from cdc.core.flinksql.coltypes import DEFAULT_FLINK_VERSION, check_version, ident
 from cdc.core.flinksql.materialize import _key_check
+from cdc.core.flinksql.normalize import PROCTIME_COLUMN, as_changelog, delete_condition, replayed_view
 from cdc.core.flinksql.scan import DebeziumInfo
 from cdc.core.flinksql.tables import Script, Sink, Source, create_table, encoded, finish, select_list, source_statements
 from cdc.core.kinds import DELETE, INSERT, UPDATE_AFTER
@@ -77,14 +78,26 @@ def aggregate_sql(
         data = list(columns)
     elif input_mode == "changelog":
         table, data = changelog_source(script, source, columns, kind_column, empty_strings, debezium)
+    elif input_mode == "upsert" and source.connector != "upsert-kafka":
+        # Upsert rows normalized by key first (cdc's reading, Flink's ChangelogNormalize): the LAG state.
+        if not keys:
+            raise UsageError("--input-mode upsert needs --key")
+        data = list(columns)
+        _key_check(keys, data)
+        deleted = "FALSE" if delete_when is None else delete_condition(*delete_when, columns, numbers or {})
+        table = source_statements(script, source, columns, empty_strings, extra_lines=[PROCTIME_COLUMN])
+        view = replayed_view(script, table, data, keys, deleted)
+        script.statements.append(f"CREATE TEMPORARY VIEW `cdc_changelog` AS\n{as_changelog(view, data)};")
+        table = "cdc_changelog"
     elif input_mode == "upsert":
         if delete_when is not None:
             raise UsageError(
-                "--delete-when has no Flink SQL form: upsert-kafka deletes a key on a tombstone (a record "
-                "without value)",
-                hint="produce deletes as tombstones and print the SQL without --delete-when",
+                "--delete-when has no Flink SQL form on an upsert-kafka source: it deletes a key on a tombstone (a "
+                "record without value)",
+                hint="produce deletes as tombstones, or read the topic with --sql-source kafka (then the rows are "
+                "normalized by key in the query, --delete-when included)",
             )
-        if source.connector != "upsert-kafka" or list(source.key) != list(keys) or not keys:
+        if list(source.key) != list(keys) or not keys:
             raise UsageError(
                 "--input-mode upsert is Flink's upsert-kafka source keyed by --key",
                 hint="--sql-source upsert-kafka --topic T --bootstrap-servers H",
