@@ -19,11 +19,13 @@ from cdc.core.flinksql import (
     debezium_encode_sql,
     debezium_sql,
     decode_sql,
+    encodes_upsert,
     from_changelog_sql,
     inspect_sql,
     materialize_sql,
     replay_sql,
     scan_records,
+    stale_befores,
     to_changelog_sql,
 )
 from cdc.core.model import OnError
@@ -147,8 +149,9 @@ def print_from_changelog_sql(common: Common, spec: FromChangelogSpec) -> None:
             drop_columns=spec.commit_columns if spec.drop_commit_columns else (),
             flink_version=common.flink_version,
             sink=_sink(common, spec.keys, spec.kind_column),
+            kind_column=spec.kind_column,
         ),
-        "changelog",
+        "rows" if encodes_upsert(spec.mapping, spec.keys, common.flink_version) else "changelog",
         spec,
         spec.keys,
     )
@@ -265,20 +268,22 @@ def scan_events(
     include: tuple[str | None, str | None] = (None, None),
 ) -> DebeziumInfo:
     """The records of an envelope file as sent, all of them (see ``flinksql.scan_records``)."""
+    return scan_records(_records(path), envelope, schema_include, *include)
+
+
+def _records(path: str) -> Iterator[Any]:
+    """The parsed JSON lines of a file (``None`` for a ``null`` line), unparsable ones left out."""
     import json
 
-    def records() -> Iterator[Any]:
-        with open(path, "rb") as f:
-            for line in f:
-                text = line.strip()
-                if not text:
-                    continue
-                try:
-                    yield json.loads(text)
-                except ValueError:
-                    continue
-
-    return scan_records(records(), envelope, schema_include, *include)
+    with open(path, "rb") as f:
+        for line in f:
+            text = line.strip()
+            if not text:
+                continue
+            try:
+                yield json.loads(text)
+            except ValueError:
+                continue
 
 
 def _envelope_of(common: Common, spec: DecodeSpec) -> str:
@@ -314,6 +319,8 @@ def print_decode_sql(common: Common, spec: DecodeSpec) -> None:
 
         columns, info = debezium_sample(common, spec)
         info = replace(info, on_truncate=spec.on_truncate)
+        if spec.key and common.inputs and common.inputs[0] != "-":
+            info = replace(info, stale_before=stale_befores(_records(common.inputs[0]), spec.key, spec.schema_include))
         emit(
             common,
             debezium_sql(
@@ -337,6 +344,8 @@ def print_decode_sql(common: Common, spec: DecodeSpec) -> None:
 
     columns, info = envelope_sample(common, spec)
     info = replace(info, on_truncate=spec.on_truncate)
+    if spec.key and spec.envelope == "ogg" and common.inputs and common.inputs[0] != "-":
+        info = replace(info, stale_before=stale_befores(_records(common.inputs[0]), spec.key))
     emit(
         common,
         decode_sql(

@@ -41,6 +41,7 @@ from cdc.core.flinksql.decode import debezium_sql as debezium_sql
 from cdc.core.flinksql.decode import decode_sql as decode_sql
 from cdc.core.flinksql.encode import debezium_encode_sql as debezium_encode_sql
 from cdc.core.flinksql.from_changelog import UPSERT_NEEDS_24 as UPSERT_NEEDS_24
+from cdc.core.flinksql.from_changelog import encodes_upsert as encodes_upsert
 from cdc.core.flinksql.from_changelog import from_changelog_sql as from_changelog_sql
 from cdc.core.flinksql.inspect import INSPECT_LEFT_OUT as INSPECT_LEFT_OUT
 from cdc.core.flinksql.inspect import inspect_sql as inspect_sql
@@ -58,6 +59,7 @@ from cdc.core.flinksql.scan import _canal_text_boolean as _canal_text_boolean
 from cdc.core.flinksql.scan import _canal_update as _canal_update
 from cdc.core.flinksql.scan import _included as _included
 from cdc.core.flinksql.scan import scan_records as scan_records
+from cdc.core.flinksql.scan import stale_befores as stale_befores
 from cdc.core.flinksql.tables import ENVELOPES as ENVELOPES
 from cdc.core.flinksql.tables import FORMATS as FORMATS
 from cdc.core.flinksql.tables import Script as Script

@@ -167,6 +167,11 @@ def envelope_table(
             "--key: with a primary key and cdc-events-duplicate Flink rebuilds before images from the last row of "
             "the key (ChangelogNormalize)"
         )
+        if info.stale_before:
+            script.notes.append(
+                f"{info.stale_before} update(s)/delete(s) in the input carry a before image unlike the key's stored "
+                "row: the -U / -D emitted is the stored row (ChangelogNormalize), not the event's image"
+            )
     script.statements.append(create_table("cdc_input", columns, source, extra, options))
     return "cdc_input"
 

@@ -39,13 +39,15 @@ def from_changelog_sql(
     empty_strings: bool = False,
     commit_columns: Sequence[str] = (),
     drop_columns: Sequence[str] = (),
+    kind_column: str = "op",
 ) -> str:
     """``cdc from-changelog``: FROM_CHANGELOG over the input table.
 
     - ``columns``: input column → Flink type (the op column among them); ``op_column``;
       ``mapping``: code → kind; ``keys``: ``--key``; ``skip``: ``--on-error skip``;
       ``drop``: ``--drop`` kinds; ``empty_strings``: the sampled CSV had quoted empty fields.
-    - Flink 2.3: no PARTITION BY (an upsert mapping is refused: needs 2.4), no ``error_handling``
+    - Flink 2.3: no PARTITION BY (an upsert mapping with ``keys`` is written as rows with their kind
+      in ``kind_column``, without keys refused), no ``error_handling``
       (unknown named arguments are ignored there), so ``skip`` and ``drop`` become a view keeping
       only rows whose code is mapped (and not dropped) before FROM_CHANGELOG.
     - ``commit_columns``: a change feed whose pre- and post-images cdc pairs within a commit —
@@ -63,7 +65,7 @@ def from_changelog_sql(
     if op_column not in columns:
         raise UsageError(f"the op column {op_column!r} is not among the input's columns")
     upsert = UPDATE_AFTER in mapping.values() and UPDATE_BEFORE not in mapping.values()
-    if upsert and flink_version == "2.3":
+    if upsert and flink_version == "2.3" and not keys:
         raise UsageError(
             UPSERT_NEEDS_24,
             hint="pass --flink-version 2.4 (upsert FROM_CHANGELOG), or map a code to UPDATE_BEFORE for retract "
@@ -88,6 +90,22 @@ def from_changelog_sql(
             f"CREATE TEMPORARY VIEW `cdc_kept` AS\nSELECT * FROM {ident(table)}\nWHERE {condition};"
         )
         table = "cdc_kept"
+    out_cols = [c for c in columns if c != op_column and c not in drop_columns]
+    if encodes_upsert(mapping, keys, flink_version):
+        # Flink 2.3 has no keyed FROM_CHANGELOG, and a table with +U but no -U needs a primary key: the
+        # upsert changelog is written as cdc writes it, rows with their kind (as --emit upsert does).
+        if kind_column in out_cols:
+            raise UsageError(f"the kind column {kind_column!r} is also a data column; rename it with --kind-column")
+        cases = " ".join(f"WHEN {literal(code)} THEN {literal(kind.value)}" for code, kind in mapping.items())
+        fail = f"CAST(CAST(CONCAT('invalid op code ', COALESCE({op}, 'NULL')) AS INT) AS STRING)"
+        script.notes.append(
+            f"an upsert changelog (--key {','.join(keys)}): Flink 2.3 has no keyed FROM_CHANGELOG, so its rows are "
+            f"written with their kind in column {kind_column}; an unmapped code fails the job, as it fails cdc"
+        )
+        query = f"SELECT CASE {op} {cases} ELSE {fail} END AS {ident(kind_column)}, {select_list(out_cols)}\n"
+        query += f"FROM {ident(table)}"
+        types = {kind_column: "STRING", **columns}
+        return finish(script, query, [kind_column, *out_cols], sink, changelog=False, types=types)
     partition = f" PARTITION BY {select_list(keys)}" if keys and flink_version != "2.3" else ""
     args = [f"  input => TABLE {ident(table)}{partition}"]
     if op_column != "op":
@@ -95,6 +113,11 @@ def from_changelog_sql(
     default = {k.name: k for k in ALL_KINDS}
     if dict(mapping) != default:
         args.append(f"  op_mapping => {map_literal(grouped_codes(mapping))}")
-    out_cols = [c for c in columns if c != op_column and c not in drop_columns]
     query = f"SELECT {select_list(out_cols)} FROM FROM_CHANGELOG(\n" + ",\n".join(args) + "\n)"
     return finish(script, query, out_cols, sink, types=columns)
+
+
+def encodes_upsert(mapping: Mapping[str, RowKind], keys: Sequence[str], flink_version: str) -> bool:
+    """The script writes an upsert changelog as rows with their kind (Flink 2.3, an upsert mapping with a key)."""
+    upsert = UPDATE_AFTER in mapping.values() and UPDATE_BEFORE not in mapping.values()
+    return upsert and bool(keys) and flink_version == "2.3"
