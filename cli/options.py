@@ -233,7 +233,8 @@ SQL = Group(
                     metavar="URL",
                     help="Run that script on a Flink cluster through its SQL Gateway (http://HOST:8083) and write "
                     "its rows as the local run would (-o, -f). The cluster reads the input itself: a file:/// path "
-                    "it shares, or any path when the gateway is on this machine.",
+                    "it shares, or any path when the gateway is on this machine. URL query parameters are session "
+                    "settings (…?parallelism.default=4).",
                     rich_help_panel=SQL_PANEL,
                     show_default=False,
                 ),

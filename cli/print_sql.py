@@ -441,12 +441,21 @@ def print_materialize_sql(common: Common, spec: MaterializeSpec) -> None:
             empty_strings=got.empty_strings,
             debezium=got.info,
             drop_columns=tuple(c for c in commit if c in got.types),
-            sample=got.rows,
+            sample=every_row(common, spec.kind_column) if spec.key and got.info is None else got.rows,
         ),
         "table",
         spec,
         spec.key,
     )
+
+
+def every_row(common: Common, kind_column: str) -> Iterator[dict[str, Any]]:
+    """The first input's changelog rows, all of them, read again (streaming): a keyed check must see
+    every change, not the first rows."""
+    from cdc.core.specs import CopySpec
+
+    job = resolve(job_of(common, CopySpec("changelog", kind_column)).with_(inputs=tuple(common.inputs[:1])))
+    yield from open_rows(job, _ignore, None, Counts())
 
 
 def print_replay_sql(common: Common, spec: ReplaySpec) -> None:
@@ -473,7 +482,7 @@ def print_replay_sql(common: Common, spec: ReplaySpec) -> None:
             sink=_sink(common, spec.key, spec.kind_column),
             empty_strings=got.empty_strings,
             debezium=got.info,
-            sample=got.rows,
+            sample=every_row(common, spec.kind_column) if spec.order_by and got.info is None else got.rows,
             keep_noop=spec.keep_noop,
             numbers=got.numbers,
         ),

@@ -62,6 +62,19 @@ def cluster_input(path: str, url: str) -> str:
     return path
 
 
+def session_settings(url: str) -> tuple[str, dict[str, str]]:
+    """``http://host:8083?parallelism.default=4`` → the gateway's URL and the session settings its
+    query names (each becomes a ``SET`` after the script's own)."""
+    import urllib.parse
+
+    parts = urllib.parse.urlsplit(url if "://" in url else "http://" + url)
+    settings = dict(urllib.parse.parse_qsl(parts.query, keep_blank_values=True))
+    for key, value in settings.items():
+        if "'" in key or "'" in value:
+            raise UsageError(f"--on-flink: a session setting may not contain a quote: {key}={value}")
+    return urllib.parse.urlunsplit((parts.scheme, parts.netloc, parts.path, "", "")), settings
+
+
 @dataclass
 class FlinkRun:
     """What a run on the cluster did: rows written, the last statement's job."""
@@ -86,10 +99,11 @@ def run_on_flink(
     :class:`FlinkError` (exit 3) with Flink's message."""
     if shape not in SHAPES:
         raise ValueError(f"unknown result shape {shape!r}")
+    url, from_url = session_settings(url)
     statements = split_statements(script)
     if not statements:
         raise UsageError("--on-flink: the script has no statement")
-    extra = dict(settings or {})
+    extra = {**from_url, **(settings or {})}
     if shape == "sink":
         extra.setdefault("table.dml-sync", "true")
     sets = [f"SET '{k}' = '{v}'" for k, v in extra.items()]

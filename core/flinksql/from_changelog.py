@@ -65,11 +65,11 @@ def from_changelog_sql(
     if op_column not in columns:
         raise UsageError(f"the op column {op_column!r} is not among the input's columns")
     upsert = UPDATE_AFTER in mapping.values() and UPDATE_BEFORE not in mapping.values()
-    if upsert and flink_version == "2.3" and not keys:
+    if upsert and not keys:
         raise UsageError(
-            UPSERT_NEEDS_24,
-            hint="pass --flink-version 2.4 (upsert FROM_CHANGELOG), or map a code to UPDATE_BEFORE for retract "
-            "semantics",
+            "an op mapping that produces UPDATE_AFTER without UPDATE_BEFORE describes an upsert changelog and "
+            "requires a key",
+            hint="give the upsert key with --key COLUMN, or map a code to UPDATE_BEFORE for retract semantics",
         )
     script = Script(command, flink_version)
     table = source_statements(script, source, columns, empty_strings)

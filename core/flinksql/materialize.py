@@ -29,7 +29,7 @@ def materialize_sql(
     empty_strings: bool = False,
     debezium: DebeziumInfo | None = None,
     drop_columns: Sequence[str] = (),
-    sample: Sequence[Row] = (),
+    sample: Iterable[Row] | None = None,
 ) -> str:
     """``cdc materialize [--key K]``: the table a changelog describes.
 
@@ -42,9 +42,9 @@ def materialize_sql(
     retraction's match): the query selects the other columns. ``--as-of``, ``--dedup`` and
     ``--expect`` have no SQL form here.
 
-    ``sample``: the first changelog rows (with ``kind_column``). With ``keys`` and no upsert-kafka
-    sink, a changelog that contradicts its keyed state there (an insert of an existing key, a
-    retraction unlike the stored row or of an absent one) is refused: the SQL client's table is
+    ``sample``: the changelog rows, all of them (with ``kind_column``; read once, streaming). With
+    ``keys`` and no upsert-kafka sink, a changelog that contradicts its keyed state (an insert of an
+    existing key, a retraction unlike the stored row or of an absent one) is refused: the SQL client's table is
     a multiset, which equals cdc's keyed table only for a consistent changelog. With an
     upsert-kafka sink (which drops ``-U``; ``+I``/``+U`` put, ``-D`` deletes the key) only a
     ``-U`` that no ``+U`` follows differs from cdc (whose ``-U`` takes the row out). Without keys
@@ -54,7 +54,7 @@ def materialize_sql(
     script = Script("cdc materialize" + (f" --key {','.join(keys)}" if keys else ""), flink_version)
     table, data = changelog_source(script, source, columns, kind_column, empty_strings, debezium)
     data = [c for c in data if c not in drop_columns]
-    if keys and sample:
+    if keys and sample is not None:
         _key_check(keys, data)
         if sink is not None and sink.connector == "upsert-kafka":
             found = dangling_retractions(sample, kind_column, keys)
@@ -64,7 +64,7 @@ def materialize_sql(
             where = "the SQL client's table (and a file sink's changelog) is a multiset, not keyed"
         if found:
             raise UsageError(
-                f"the changelog contradicts its keyed state in the first rows ({found}): cdc's keyed table then "
+                f"the changelog contradicts its keyed state ({found}): cdc's keyed table then "
                 f"differs from Flink's ({where})",
                 hint="materialize without --key (a multiset: the same in cdc and Flink), or fix the changelog "
                 "(cdc inspect shows where it is inconsistent)",

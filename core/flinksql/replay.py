@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from cdc.core.errors import UsageError
 from cdc.core.flinksql.changelog import envelope_table
@@ -38,7 +38,7 @@ def replay_sql(
     sink: Sink | None = None,
     empty_strings: bool = False,
     debezium: DebeziumInfo | None = None,
-    sample: Sequence[Row] = (),
+    sample: Iterable[Row] = (),
     keep_noop: bool = False,
     numbers: Mapping[str, str] | None = None,
 ) -> str:
