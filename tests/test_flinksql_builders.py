@@ -162,8 +162,10 @@ def test_replay_upsert_reads_upsert_kafka_or_normalizes_by_lag() -> None:
     assert "'key.format' = 'json'" in sql and "'value.format' = 'json'" in sql
     with pytest.raises(UsageError, match="delete-when"):
         fs.replay_sql(source, COLS, ["id"], input_mode="upsert", delete_when=("__deleted", "true"))
+    changelog = fs.replay_sql(FILE, COLS, ["id"], input_mode="changelog")
+    assert "WHERE `op` IS NULL OR TRIM(`op`) <> '-U'" in changelog
     with pytest.raises(UsageError, match="kind column 'op'"):
-        fs.replay_sql(FILE, COLS, ["id"], input_mode="changelog")
+        fs.replay_sql(FILE, {"id": "BIGINT", "name": "STRING"}, ["id"], input_mode="changelog")
 
 
 def test_aggregate_is_a_group_by() -> None:
