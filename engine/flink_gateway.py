@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from cdc.core.errors import CdcError, UsageError
+from cdc.core.errors import CdcError, Location, UsageError
 
 KINDS = {"INSERT": "+I", "UPDATE_BEFORE": "-U", "UPDATE_AFTER": "+U", "DELETE": "-D"}
 POLL = 0.05  # seconds between polls of a page that had no rows yet
@@ -142,7 +142,8 @@ class Gateway:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:
                 text = response.read().decode("utf-8")
         except urllib.error.HTTPError as e:
-            raise FlinkError("Flink: " + flink_message(e.read().decode("utf-8", "replace"))) from None
+            message = "Flink: " + flink_message(e.read().decode("utf-8", "replace"))
+            raise FlinkError(message, where=Location(self.url)) from None
         except (urllib.error.URLError, OSError) as e:
             reason = getattr(e, "reason", e)
             raise UsageError(

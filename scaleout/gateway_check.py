@@ -32,6 +32,80 @@ WORK = HERE / ".work"
 URL = "http://127.0.0.1:8083"
 
 
+def probes(work: Path) -> list[Case]:
+    """Inputs written here for issue #28's classes: a value past any sampling window, a column null
+    at first, CSV sums, a stale before image, upsert rows with deletes."""
+    work.mkdir(parents=True, exist_ok=True)
+
+    def jsonl(name: str, rows: list[dict[str, object]]) -> Path:
+        path = work / name
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        return path
+
+    late = jsonl(
+        "late-fraction.jsonl",
+        [{"op": "+I", "id": i, "price": i} for i in range(3000)] + [{"op": "+I", "id": 3000, "price": 19.99}],
+    )
+    nulls = jsonl(
+        "null-first.jsonl",
+        [{"op": "+I", "id": i, "note": None} for i in range(500)] + [{"op": "+I", "id": 500, "note": "late"}],
+    )
+    sales = work / "sales.csv"
+    sales.write_text("cat,price,qty\n" + "a,5,2\n" * 150 + "b,19.99,3\na,1.50,\n")
+    stale = jsonl(
+        "stale-before.jsonl",
+        [
+            {"before": None, "after": {"id": 1, "v": "a"}, "op": "c", "ts_ms": 1},
+            {"before": {"id": 1, "v": "STALE"}, "after": {"id": 1, "v": "b"}, "op": "u", "ts_ms": 2},
+            {"before": {"id": 1, "v": "OLD"}, "after": None, "op": "d", "ts_ms": 3},
+        ],
+    )
+    g = "probes"
+    return [
+        Case(g, "late-fraction.jsonl", "from-changelog", [late]),
+        Case(g, "null-first.jsonl", "materialize", [nulls], output="table"),
+        Case(
+            g,
+            "sales.csv",
+            "aggregate",
+            [sales],
+            [
+                "--input-mode",
+                "append",
+                "-g",
+                "cat",
+                "-a",
+                "total=SUM(price)",
+                "-a",
+                "n=SUM(qty)",
+                "-a",
+                "mean=AVG(price)",
+                "-a",
+                "top=MAX(price)",
+            ],
+            keys=["cat"],
+        ),
+        Case(
+            g,
+            "stale-before.jsonl",
+            "decode",
+            [stale],
+            ["--key", "id"],
+            keys=["id"],
+            note="cdc emits the event's before image until cdc's decode --key follows ChangelogNormalize",
+        ),
+        Case(
+            g,
+            "customers.jsonl",
+            "materialize",
+            [HERE.parent / "samples" / "customers.jsonl"],
+            ["--key", "id"],
+            output="table",
+            keys=["id"],
+        ),
+    ]
+
+
 def rows_of(case: Case, stdout: bytes) -> Rows:
     out: Rows = []
     for line in stdout.decode().splitlines():
@@ -101,7 +175,7 @@ def report(results: list[Result], seconds: float, parallelisms: Sequence[int], s
         c = r.case
         shown = [c.command, *(f"'{f}'" if (not f or " " in f) else f for f in c.flags)]
         p = "-" if r.parallelism is None else str(r.parallelism)
-        detail = _cell(r.detail.replace(str(REPO) + "/", ""))
+        detail = _cell(r.detail.replace(str(REPO) + "/", "")) + (f" ({_cell(c.note)})" if c.note else "")
         lines.append(
             f"| {_cell(c.label)} | `{_cell(' '.join(shown))}` | {p} | {r.status} | {r.seconds:.1f} | {detail} |"
         )
@@ -118,7 +192,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
     parallelisms = args.parallelism or [1, 4]
     WORK.mkdir(exist_ok=True)
-    cases = all_cases(WORK)
+    cases = all_cases(WORK) + probes(WORK / "probes")
     runnable = [c for c in cases if not c.sql_flags and c.kafka is None and c.output != "events"]
     skipped = len(cases) - len(runnable)
     if args.only:
