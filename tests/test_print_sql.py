@@ -330,18 +330,21 @@ def test_materialize_leaves_commit_columns_out(tmp_path: Path) -> None:
     assert named == "SELECT `id`, `v`, `_commit_timestamp` FROM `cdc_changelog`;"
 
 
-def test_keyed_materialize_of_an_inconsistent_changelog_is_refused(tmp_path: Path) -> None:
-    """The SQL client shows a multiset: cdc's keyed table equals it only for a consistent
-    changelog (samples/product-prices.jsonl retracts rows unlike the stored ones)."""
-    err = refusal_of(["materialize", SAMPLES / "product-prices.jsonl", "--key", "product_id"])
-    assert "update-before differs from the stored row 2" in err and "multiset" in err
+def test_keyed_materialize_is_the_last_change_per_key(tmp_path: Path) -> None:
+    """cdc's keyed table is each key's last change when that is +I/+U, consistent changelog or not
+    (samples/product-prices.jsonl retracts rows unlike the stored ones): keep-last-row
+    deduplication on arrival order, filtered by kind. An upsert sink keeps a row a lone -U leaves."""
+    keyed = statements(sql_of(["materialize", SAMPLES / "product-prices.jsonl", "--key", "product_id"]))
+    assert "ROW_NUMBER() OVER (PARTITION BY `product_id` ORDER BY `cdc_time` DESC)" in keyed[-2]
+    assert keyed[-1].endswith("FROM `cdc_last`\nWHERE TRIM(`op`) IN ('+I', '+U');")
     sink = ["--sql-sink", "upsert-kafka", "--sink-topic", "t", "--bootstrap-servers", "h:9092"]
     ok = sql_of(["materialize", SAMPLES / "product-prices.jsonl", "--key", "product_id", *sink])
     assert "PRIMARY KEY (`product_id`) NOT ENFORCED" in ok  # an upsert sink keeps the last row per key
     dangling = write_jsonl(tmp_path / "d.jsonl", [{"op": "+I", "k": 1, "v": 1}, {"op": "-U", "k": 1, "v": 1}])
     assert "a -U that no +U follows 1" in refusal_of(["materialize", dangling, "--key", "k", *sink])
     consistent = write_jsonl(tmp_path / "c.jsonl", [{"op": "+I", "k": 1, "v": 1}, {"op": "-D", "k": 1, "v": 1}])
-    assert statements(sql_of(["materialize", consistent, "--key", "k"]))[-1] == "SELECT `k`, `v` FROM `cdc_changelog`;"
+    unkeyed = statements(sql_of(["materialize", consistent]))[-1]
+    assert unkeyed == "SELECT `k`, `v` FROM `cdc_changelog`;"
 
 
 def test_replay_order_by_needs_flinks_timestamp_text(tmp_path: Path) -> None:

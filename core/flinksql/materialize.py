@@ -7,8 +7,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from cdc.core.errors import UsageError
 from cdc.core.flinksql.changelog import changelog_source
 from cdc.core.flinksql.coltypes import DEFAULT_FLINK_VERSION, Row, check_version, ident
+from cdc.core.flinksql.normalize import PROCTIME, PROCTIME_COLUMN
 from cdc.core.flinksql.scan import DebeziumInfo
-from cdc.core.flinksql.tables import Script, Sink, Source, finish, select_list
+from cdc.core.flinksql.tables import ENVELOPES, Script, Sink, Source, finish, select_list, source_statements
 from cdc.core.kinds import UPDATE_BEFORE
 
 
@@ -52,6 +53,9 @@ def materialize_sql(
     """
     check_version(flink_version)
     script = Script("cdc materialize" + (f" --key {','.join(keys)}" if keys else ""), flink_version)
+    upsert_sink = sink is not None and sink.connector == "upsert-kafka"
+    if keys and not upsert_sink and source.fmt not in ENVELOPES:
+        return _last_change_per_key(script, source, columns, kind_column, keys, sink, empty_strings, drop_columns)
     table, data = changelog_source(script, source, columns, kind_column, empty_strings, debezium)
     data = [c for c in data if c not in drop_columns]
     if keys and sample is not None:
@@ -113,3 +117,40 @@ def dangling_retractions(rows: Iterable[Row], kind_column: str, keys: Sequence[s
             pending[key] = 1
     dangling += len(pending)
     return f"a -U that no +U follows {dangling}" if dangling else ""
+
+
+def _last_change_per_key(
+    script: Script,
+    source: Source,
+    columns: Mapping[str, str],
+    kind_column: str,
+    keys: Sequence[str],
+    sink: Sink | None,
+    empty_strings: bool,
+    drop_columns: Sequence[str],
+) -> str:
+    """cdc's keyed table of changelog rows: per key the last change decides — its row when it is
+    ``+I``/``+U``, no row after ``-U``/``-D`` (cdc ignores a retraction of an absent key, and one of
+    a stored key takes it out: either way the key is gone). That is Flink's keep-last-row
+    deduplication on arrival order (``ROW_NUMBER`` over ``PROCTIME()`` descending), filtered by kind:
+    right for an inconsistent changelog too, where the SQL client's multiset is not."""
+    if kind_column not in columns:
+        raise UsageError(f"the kind column {kind_column!r} is not among the input's columns")
+    data = [c for c in columns if c != kind_column and c not in drop_columns]
+    _key_check(keys, data)
+    table = source_statements(script, source, columns, empty_strings, extra_lines=[PROCTIME_COLUMN])
+    kind = ident(kind_column)
+    script.statements.append(
+        "CREATE TEMPORARY VIEW `cdc_last` AS\n"
+        f"SELECT {select_list([*data, kind_column])} FROM (\n"
+        f"  SELECT *, ROW_NUMBER() OVER (PARTITION BY {select_list(keys)} ORDER BY {ident(PROCTIME)} DESC) "
+        "AS `cdc_rownum`\n"
+        f"  FROM {ident(table)}\n) WHERE `cdc_rownum` = 1;"
+    )
+    script.notes.append(
+        "--key: per key the last change decides (keep-last-row deduplication in arrival order): its row when it "
+        "is +I/+U, none after -U/-D — cdc's keyed table, whether the changelog is consistent or not"
+    )
+    script.settings["sql-client.execution.result-mode"] = "table"
+    query = f"SELECT {select_list(data)} FROM `cdc_last`\nWHERE TRIM({kind}) IN ('+I', '+U')"
+    return finish(script, query, data, sink, types={c: columns[c] for c in data})
