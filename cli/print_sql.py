@@ -1,4 +1,4 @@
-"""``--print-sql``: read the first rows to infer columns, print the Flink SQL, and stop."""
+"""``--print-sql``: read the input once to declare its columns, print the Flink SQL (``--on-flink``: run it)."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ SAMPLE_ROWS = 100
 
 
 def _ignore(err: Any, raw: str) -> None:
-    """A bad record among the first rows says nothing about the columns."""
+    """A bad record says nothing about the columns."""
 
 
 def sample(job: Job, errors: list[str] | None = None, drop: str | None = None) -> Read:
@@ -160,7 +160,7 @@ def print_from_changelog_sql(common: Common, spec: FromChangelogSpec) -> None:
 @dataclass
 class Sampled:
     """The input of a command that reads changes, as Flink reads it: the source table, column
-    types, whether the CSV sample had quoted empty fields, the first rows as cdc read them, and —
+    types, whether the CSV had quoted empty fields, the first rows as cdc read them, and —
     for an envelope input (``--input-format debezium|canal|maxwell|ogg``) — what its format would
     meet (the image columns only, as ``decode --print-sql`` sees them; no rows)."""
 
@@ -246,7 +246,7 @@ def debezium_sample(common: Common, spec: DecodeSpec) -> tuple[dict[str, str], D
 
 
 def envelope_sample(common: Common, spec: DecodeSpec) -> tuple[dict[str, str], DebeziumInfo]:
-    """The first records of a Canal / Maxwell / OGG input: column types as cdc decodes them, and
+    """The records of a Canal / Maxwell / OGG input: column types as cdc decodes them, and
     what Flink's format would meet (see ``flinksql.scan_records``)."""
     quiet = replace(spec, on_truncate="skip", key=(), metadata=())
     errors: list[str] = []

@@ -416,7 +416,7 @@ def test_truncate_as_deletes_has_no_flink_form(tmp_path: Path) -> None:
 
 def test_a_sample_cdc_cannot_decode_says_so(tmp_path: Path) -> None:
     src = write_jsonl(tmp_path / "m.jsonl", [{"database": "d", "table": "t", "type": "upsert", "data": {"id": 1}}])
-    assert "cdc cannot decode the first records either" in refusal_of(["decode", "--envelope", "maxwell", src])
+    assert "cdc cannot decode the input either" in refusal_of(["decode", "--envelope", "maxwell", src])
 
 
 def test_upsert_kafka_source_only_for_upsert_input() -> None:

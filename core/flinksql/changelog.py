@@ -79,11 +79,11 @@ def envelope_table(
     if not columns:
         if info.first_error:
             raise UsageError(
-                f"cdc cannot decode the first records either ({info.first_error}): no columns to declare",
+                f"cdc cannot decode the input either ({info.first_error}): no columns to declare",
                 hint="the SQL of a job that cannot read its input would fail the same way",
             )
         raise UsageError(
-            f"no {fmt} change event among the first records: no columns to declare",
+            f"no {fmt} change event in the input: no columns to declare",
             hint=f"is the input {fmt}?",
         )
     if info.partial_after:

@@ -81,7 +81,7 @@ class DebeziumInfo:
     it (Jackson ``findValue`` over the whole array) — gives another before image than cdc's
     ``old[i]`` over ``data[i]``.
 
-    :func:`scan_records` fills everything but the column types from the first records as sent.
+    :func:`scan_records` fills everything but the column types from the records as sent.
     """
 
     schema_include: bool = False
