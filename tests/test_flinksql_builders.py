@@ -150,7 +150,7 @@ def test_replay_append_is_keep_last_on_event_time() -> None:
     upsert = fs.replay_sql(FILE, cols, ["user"], input_mode="append", order_by="t", emit="upsert")
     assert "op_mapping => MAP['INSERT', '+I', 'UPDATE_AFTER', '+U', 'DELETE', '-D']" in upsert
     with pytest.raises(UsageError, match="event-time"):
-        fs.replay_sql(FILE, {"user": "STRING", "n": "BIGINT"}, ["user"], input_mode="append", order_by="n")
+        fs.replay_sql(FILE, {"user": "STRING", "n": "DOUBLE"}, ["user"], input_mode="append", order_by="n")
 
 
 def test_replay_upsert_reads_upsert_kafka_or_normalizes_by_lag() -> None:

@@ -90,3 +90,25 @@ def test_what_flink_cannot_express_stays_refused_with_its_reason() -> None:
     kafka = ["replay", SAMPLES / "flat-cdc.jsonl", "--input-mode", "upsert", "--key", "id", "--delete-when", "x=1"]
     kafka += ["--sql-source", "upsert-kafka", "--topic", "t", "--bootstrap-servers", "h:9092"]
     assert "tombstone" in refusal_of(kafka)
+
+
+def test_replay_ordered_by_a_number_orders_by_its_event_time(tmp_path: Path) -> None:
+    rows = [{"user": "a", "ts": 3, "v": 1}, {"user": "a", "ts": 2, "v": 2}]
+    parts = statements(
+        sql_of(
+            [
+                "replay",
+                write_jsonl(tmp_path / "n.jsonl", rows),
+                "--input-mode",
+                "append",
+                "--key",
+                "user",
+                "--order-by",
+                "ts",
+            ]
+        )
+    )
+    assert "`cdc_order` AS TO_TIMESTAMP_LTZ(`ts`, 3)" in parts[1] and "`ts` BIGINT" in parts[1]
+    assert "ORDER BY `cdc_order` DESC" in parts[2] and parts[2].startswith(
+        "CREATE TEMPORARY VIEW `cdc_versioned` AS\nSELECT `user`, `ts`, `v` FROM"
+    )

@@ -105,7 +105,7 @@ def replay_sql(
         if order_by is None:
             raise UsageError("--input-mode append needs --order-by (Flink's keep-last-row deduplication)")
         kind = columns.get(order_by, "")
-        if not kind.startswith(("TIMESTAMP", "STRING")):
+        if not kind.startswith(("TIMESTAMP", "STRING", "BIGINT")):
             raise UsageError(
                 f"--order-by {order_by}: Flink deduplicates on an event-time attribute (a TIMESTAMP with a "
                 f"watermark); {order_by} is {kind or 'not a column'}",
@@ -133,16 +133,27 @@ def replay_sql(
         # An event-time attribute: TIMESTAMP(3) (or TIMESTAMP_LTZ(3)) with a watermark, so that the
         # ROW_NUMBER view is Flink's keep-last-row deduplication on event time, not a Top-N.
         columns = dict(columns)
-        columns[order_by] = "TIMESTAMP_LTZ(3)" if "LTZ" in kind else "TIMESTAMP(3)"
+        order = order_by
+        if kind == "BIGINT":
+            # A number orders as TO_TIMESTAMP_LTZ(n, 3) does (monotone): that computed column is the
+            # event-time attribute; the column itself keeps its numbers.
+            order = "cdc_order"
+            extra = [
+                f"`cdc_order` AS TO_TIMESTAMP_LTZ({ident(order_by)}, 3)",
+                "WATERMARK FOR `cdc_order` AS `cdc_order`",
+            ]
+            script.notes.append(f"{order_by} orders as the event time TO_TIMESTAMP_LTZ({order_by}, 3) (cdc_order)")
+        else:
+            columns[order_by] = "TIMESTAMP_LTZ(3)" if "LTZ" in kind else "TIMESTAMP(3)"
+            extra = [f"WATERMARK FOR {ident(order_by)} AS {ident(order_by)}"]
         if kind == "STRING":
             script.notes.append(f"{order_by} is read as TIMESTAMP(3): its values must be 'yyyy-MM-dd HH:mm:ss[.SSS]'")
-        watermark = f"WATERMARK FOR {ident(order_by)} AS {ident(order_by)}"
-        table = source_statements(script, source, columns, empty_strings, extra_lines=[watermark])
+        table = source_statements(script, source, columns, empty_strings, extra_lines=extra)
         data = list(columns)
         script.statements.append(
             "CREATE TEMPORARY VIEW `cdc_versioned` AS\n"
             f"SELECT {select_list(data)} FROM (\n"
-            f"  SELECT *, ROW_NUMBER() OVER (PARTITION BY {select_list(keys)} ORDER BY {ident(order_by)} DESC) "
+            f"  SELECT *, ROW_NUMBER() OVER (PARTITION BY {select_list(keys)} ORDER BY {ident(order)} DESC) "
             "AS `cdc_rownum`\n"
             f"  FROM {ident(table)}\n) WHERE `cdc_rownum` = 1;"
         )
