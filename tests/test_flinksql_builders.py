@@ -133,9 +133,11 @@ def test_debezium_encode_writes_flinks_split_form_only() -> None:
 
 
 def test_materialize_is_the_changelog_shown_as_a_table() -> None:
-    sql = fs.materialize_sql(FILE, COLS, keys=["id"])
+    sql = fs.materialize_sql(FILE, COLS)
     assert "SET 'sql-client.execution.result-mode' = 'table';" in sql
     assert sql.rstrip().endswith("SELECT `id`, `name` FROM `cdc_changelog`;")
+    keyed = fs.materialize_sql(FILE, COLS, keys=["id"])  # each key's last change, when +I/+U
+    assert keyed.rstrip().endswith("SELECT `id`, `name` FROM `cdc_last`\nWHERE TRIM(`op`) IN ('+I', '+U');")
     sink = fs.Sink("upsert-kafka", topic="t", bootstrap_servers="h:9092", key=["id"])
     parts = statements(fs.materialize_sql(FILE, COLS, keys=["id"], sink=sink))
     assert "PRIMARY KEY (`id`) NOT ENFORCED" in parts[-2] and "'connector' = 'upsert-kafka'" in parts[-2]
