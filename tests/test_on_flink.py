@@ -288,3 +288,16 @@ def test_flinks_message_is_the_last_cause() -> None:
         "org.apache.flink.table.api.TableRuntimeException: Received NULL op code. Every changelog row must carry "
         "an operation code."
     )
+
+
+def test_the_urls_query_is_session_settings(gateway: Any, tmp_path: Path) -> None:
+    _, url, holder = gateway
+    fake = Fake(COLUMNS, FLINK_ROWS)
+    holder.append(fake)
+    source = write_jsonl(tmp_path / "changes.jsonl", CHANGELOG)
+    result = run_cdc(["materialize", source, "--on-flink", f"{url}?parallelism.default=4"])
+    assert result.returncode == 0, result.stderr.decode()
+    sets = [s for s in fake.statements if s.startswith("SET ")]
+    assert sets[0] == "SET 'execution.runtime-mode' = 'streaming'"
+    assert sets[-1] == "SET 'parallelism.default' = '4'"
+    assert not fake.statements[len(sets)].startswith("SET ")  # all SETs before the first table
