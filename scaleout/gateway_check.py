@@ -26,7 +26,19 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from cases import Case, all_cases  # noqa: E402
-from flink_check import REPO, Result, Rows, _cell, compare, first_line, refusals, run_cdc, summary  # noqa: E402
+from flink_check import (  # noqa: E402
+    REPO,
+    Result,
+    Rows,
+    _cell,
+    compare,
+    first_line,
+    multiset,
+    net,
+    refusals,
+    run_cdc,
+    summary,
+)  # noqa: E402
 
 WORK = HERE / ".work"
 URL = "http://127.0.0.1:8083"
@@ -139,7 +151,19 @@ def check(case: Case, url: str, parallelisms: Sequence[int]) -> list[Result]:
                 detail = f"exit cdc {local.returncode}, --on-flink {remote.returncode}: {side}"
                 results.append(Result(case, p, "FAIL", detail, seconds))
             continue
-        ok, detail = compare(case, rows_of(case, local.stdout), rows_of(case, remote.stdout), p)
+        want, got = rows_of(case, local.stdout), rows_of(case, remote.stdout)
+        ok, detail = compare(case, want, got, p)
+        if not ok and p > 1 and case.keys and case.output == "changelog":
+            # Keyed state in front of a GROUP BY (upsert rows normalized by key): at parallelism > 1
+            # the keys reach the aggregate interleaved otherwise, so its update log differs; the
+            # table it describes must not.
+            w, g = net(want, case.keys), net(got, case.keys)
+            if multiset(w) == multiset(g):
+                ok = True
+                detail = (
+                    f"the same table by {','.join(case.keys)} ({len(w)} rows); the update log differs at "
+                    f"parallelism {p} (cdc {len(want)} changes, flink {len(got)}: keys interleave otherwise)"
+                )
         results.append(Result(case, p, "match" if ok else "FAIL", detail, seconds))
     return results
 
