@@ -419,9 +419,9 @@ def print_materialize_sql(common: Common, spec: MaterializeSpec) -> None:
     """The table a changelog describes, as the SQL client's result table (or an upsert sink)."""
     from cdc.core.presets import COMMIT_COLUMNS
 
-    if spec.as_of is not None or spec.dedup:
+    if spec.as_of is not None:
         raise UsageError(
-            "--as-of and --dedup have no Flink SQL form here",
+            "--as-of has no Flink SQL form here",
             hint="print the SQL without them; a temporal join (FOR SYSTEM_TIME AS OF) is the cluster's --as-of",
         )
     _consistency_unchecked(spec.policy, "materialize")
@@ -442,6 +442,7 @@ def print_materialize_sql(common: Common, spec: MaterializeSpec) -> None:
             debezium=got.info,
             drop_columns=tuple(c for c in commit if c in got.types),
             sample=every_row(common, spec.kind_column) if spec.key and got.info is None else got.rows,
+            dedup=spec.dedup,
         ),
         "table",
         spec,

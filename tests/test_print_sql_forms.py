@@ -112,3 +112,12 @@ def test_replay_ordered_by_a_number_orders_by_its_event_time(tmp_path: Path) -> 
     assert "ORDER BY `cdc_order` DESC" in parts[2] and parts[2].startswith(
         "CREATE TEMPORARY VIEW `cdc_versioned` AS\nSELECT `user`, `ts`, `v` FROM"
     )
+
+
+def test_materialize_dedup_with_a_key_leaves_update_befores_out(tmp_path: Path) -> None:
+    rows = [{"op": "+I", "k": 1, "v": "a"}, {"op": "-U", "k": 1, "v": "a"}]
+    src = write_jsonl(tmp_path / "lone.jsonl", rows)
+    last = next(p for p in statements(sql_of(["materialize", src, "--key", "k", "--dedup"])) if "`cdc_last` AS" in p)
+    assert "WHERE `op` IS NULL OR TRIM(`op`) <> '-U'" in last
+    assert "--dedup has a Flink SQL form only with --key" in refusal_of(["materialize", src, "--dedup"])
+    assert "--as-of has no Flink SQL form" in refusal_of(["materialize", src, "--key", "k", "--as-of", "1", "-t", "v"])

@@ -31,6 +31,7 @@ def materialize_sql(
     debezium: DebeziumInfo | None = None,
     drop_columns: Sequence[str] = (),
     sample: Iterable[Row] | None = None,
+    dedup: bool = False,
 ) -> str:
     """``cdc materialize [--key K]``: the table a changelog describes.
 
@@ -54,8 +55,16 @@ def materialize_sql(
     check_version(flink_version)
     script = Script("cdc materialize" + (f" --key {','.join(keys)}" if keys else ""), flink_version)
     upsert_sink = sink is not None and sink.connector == "upsert-kafka"
+    if dedup and (not keys or upsert_sink or source.fmt in ENVELOPES):
+        raise UsageError(
+            "--dedup has a Flink SQL form only with --key on changelog rows (a file or topic): the last change per "
+            "key, update-befores ignored",
+            hint="give --key, or print the SQL without --dedup",
+        )
     if keys and not upsert_sink and source.fmt not in ENVELOPES:
-        return _last_change_per_key(script, source, columns, kind_column, keys, sink, empty_strings, drop_columns)
+        return _last_change_per_key(
+            script, source, columns, kind_column, keys, sink, empty_strings, drop_columns, dedup
+        )
     table, data = changelog_source(script, source, columns, kind_column, empty_strings, debezium)
     data = [c for c in data if c not in drop_columns]
     if keys and sample is not None:
@@ -128,25 +137,31 @@ def _last_change_per_key(
     sink: Sink | None,
     empty_strings: bool,
     drop_columns: Sequence[str],
+    dedup: bool = False,
 ) -> str:
     """cdc's keyed table of changelog rows: per key the last change decides — its row when it is
     ``+I``/``+U``, no row after ``-U``/``-D`` (cdc ignores a retraction of an absent key, and one of
     a stored key takes it out: either way the key is gone). That is Flink's keep-last-row
     deduplication on arrival order (``ROW_NUMBER`` over ``PROCTIME()`` descending), filtered by kind:
-    right for an inconsistent changelog too, where the SQL client's multiset is not."""
+    right for an inconsistent changelog too, where the SQL client's multiset is not. ``dedup``
+    (``--dedup``): cdc's state then consumes every ``-U`` (its ``+U`` carries the update, a
+    duplicate changes nothing): the last change among the others decides."""
     if kind_column not in columns:
         raise UsageError(f"the kind column {kind_column!r} is not among the input's columns")
     data = [c for c in columns if c != kind_column and c not in drop_columns]
     _key_check(keys, data)
     table = source_statements(script, source, columns, empty_strings, extra_lines=[PROCTIME_COLUMN])
     kind = ident(kind_column)
+    where = f"\n  WHERE {kind} IS NULL OR TRIM({kind}) <> '-U'" if dedup else ""
     script.statements.append(
         "CREATE TEMPORARY VIEW `cdc_last` AS\n"
         f"SELECT {select_list([*data, kind_column])} FROM (\n"
         f"  SELECT *, ROW_NUMBER() OVER (PARTITION BY {select_list(keys)} ORDER BY {ident(PROCTIME)} DESC) "
         "AS `cdc_rownum`\n"
-        f"  FROM {ident(table)}\n) WHERE `cdc_rownum` = 1;"
+        f"  FROM {ident(table)}{where}\n) WHERE `cdc_rownum` = 1;"
     )
+    if dedup:
+        script.notes.append("--dedup: update-befores are left out first (cdc's --dedup state consumes them)")
     script.notes.append(
         "--key: per key the last change decides (keep-last-row deduplication in arrival order): its row when it "
         "is +I/+U, none after -U/-D — cdc's keyed table, whether the changelog is consistent or not"
