@@ -9,9 +9,11 @@ from cdc.cli.decode import (
     Metadata,
     OnTruncate,
     OnTruncateOpt,
+    Placeholder,
     RawValues,
     SchemaInclude,
     SchemaIncludeOpt,
+    Strict,
     decode,
 )
 
@@ -25,6 +27,8 @@ def command(
     metadata: Metadata = None,
     raw_values: RawValues = False,
     kind_column: o.KindColumn = "op",
+    strict: Strict = False,
+    unavailable_placeholder: Placeholder = None,
 ) -> None:
     """Decode Debezium JSON change events into changelog rows, exactly as Flink's debezium-json does.
 
@@ -57,4 +61,6 @@ def command(
         Bootstrap.insert,
         kind_column,
         "debezium-decode",
+        strict,
+        unavailable_placeholder,
     )

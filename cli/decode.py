@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -101,6 +101,24 @@ TableInclude = Annotated[
         help="Canal, Maxwell, OGG: only tables matching this regular expression.",
     ),
 ]
+Strict = Annotated[
+    bool,
+    typer.Option(
+        "--strict",
+        rich_help_panel=PANEL,
+        help="Debezium: fail at the first finding (a stale before image, an unchanged-value placeholder "
+        "no --key can rebuild, a tombstone among flattened rows) instead of warning.",
+    ),
+]
+Placeholder = Annotated[
+    str | None,
+    typer.Option(
+        "--unavailable-placeholder",
+        rich_help_panel=PANEL,
+        show_default=False,
+        help="Debezium's unavailable.value.placeholder when it is not __debezium_unavailable_value.",
+    ),
+]
 BootstrapOpt = Annotated[
     Bootstrap,
     typer.Option("--bootstrap", rich_help_panel=PANEL, help="Maxwell bootstrap-insert rows: as inserts, or skip."),
@@ -120,7 +138,11 @@ def decode(
     bootstrap: Bootstrap,
     kind_column: str,
     command: str,
+    strict: bool = False,
+    unavailable_placeholder: str | None = None,
 ) -> None:
+    from cdc.core.state import Policy
+
     spec = DecodeSpec(
         envelope=envelope,
         kind_column=kind_column,
@@ -132,13 +154,28 @@ def decode(
         database_include=database_include,
         table_include=table_include,
         bootstrap=bootstrap.value,
+        policy=Policy.fail if strict else Policy.warn,
+        unavailable_placeholder=unavailable_placeholder,
     )
     if common.print_sql:
         from cdc.cli.print_sql import print_decode_sql
 
         print_decode_sql(common, spec)
         return
-    run(common, spec, command)
+    result = run(common, spec, command)
+    report_decode_findings(command, result.counts.notes)
+
+
+def report_decode_findings(command: str, notes: Any) -> None:
+    """What the events said against themselves, always on stderr (the counts are in --stats too)."""
+    from cdc.cli.errors import say
+    from cdc.formats.debezium import FINDINGS
+
+    found = [(what, notes[what]) for what in FINDINGS if notes.get(what)]
+    if found:
+        total = sum(n for _, n in found)
+        kinds = ", ".join(f"{what} {n}" for what, n in found)
+        say(f"cdc: {command}: warning: {total} finding(s): {kinds}; --strict stops at the first")
 
 
 @o.cdc_command(o.INPUT, o.OUTPUT, o.ERRORS, o.REPORT, o.SQL)
@@ -162,6 +199,8 @@ def command(
     table_include: TableInclude = None,
     bootstrap: BootstrapOpt = Bootstrap.insert,
     kind_column: o.KindColumn = "op",
+    strict: Strict = False,
+    unavailable_placeholder: Placeholder = None,
 ) -> None:
     """Decode CDC change events — Debezium, Canal, Maxwell or Oracle GoldenGate JSON — into
     changelog rows, exactly as Flink's *-json formats read them.
@@ -193,4 +232,6 @@ def command(
         bootstrap,
         kind_column,
         "decode",
+        strict,
+        unavailable_placeholder,
     )

@@ -67,6 +67,25 @@ Expect = Annotated[
         help="Compare with an expected table (any format): exit 0 equal, 1 different.",
     ),
 ]
+MemoryLimit = Annotated[
+    str | None,
+    typer.Option(
+        "--memory-limit",
+        show_default=False,
+        rich_help_panel=STATE_PANEL,
+        help="Memory the table may take (512MB, 8GB, 40%); past it the changes spill to --temp-dir, "
+        "partitioned by key, and come back in the same order. \\[default: 50% of RAM]",
+    ),
+]
+TempDir = Annotated[
+    str | None,
+    typer.Option(
+        "--temp-dir",
+        show_default=False,
+        rich_help_panel=STATE_PANEL,
+        help="Where a spill goes (removed at the end). \\[default: the system's temporary folder]",
+    ),
+]
 
 
 @o.cdc_command(o.INPUT, o.OUTPUT, o.ERRORS, o.REPORT, o.SQL)
@@ -82,6 +101,8 @@ def command(
     expect: Expect = None,
     commit_columns: o.CommitColumnsOpt = None,
     kind_column: o.KindColumn = "op",
+    memory_limit: MemoryLimit = None,
+    temp_dir: TempDir = None,
 ) -> None:
     """Apply a changelog to in-memory state and write the table it describes (no kind column).
 
@@ -117,8 +138,14 @@ def command(
         raise UsageError(f"--expect: the expected table {expect!r} does not exist")
     if common.output_format is None and common.output == "-" and expect is None and stdout_is_terminal():
         common.output_format = "table"
+    from cdc.engine.run import memory_limit as limit_of
+
+    limits = {"memory_limit": limit_of(memory_limit), "temp_dir": temp_dir}
+    if temp_dir is not None and not os.path.isdir(temp_dir):
+        raise UsageError(f"--temp-dir: {temp_dir!r} is not a folder")
     if expect is None:
-        result = run(common, spec, "materialize", lambda r: state_stats(r.detail, r.read, r.counts.written))
+        summary = lambda r: state_stats(r.detail, r.read, r.counts.written)  # noqa: E731
+        result = run(common, spec, "materialize", summary, limits=limits)
         report_findings("materialize", result.detail.findings)
         return
     table = ListSink()

@@ -204,7 +204,13 @@ REPORT = Group(
         (
             "verbose",
             Annotated[
-                bool, typer.Option("--verbose", "-v", help="Show a traceback with errors.", rich_help_panel=ERR_PANEL)
+                bool,
+                typer.Option(
+                    "--verbose",
+                    "-v",
+                    help="Show the path the run took (and any hand-over to the row path) and a traceback with errors.",
+                    rich_help_panel=ERR_PANEL,
+                ),
             ],
             False,
         ),

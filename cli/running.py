@@ -14,7 +14,7 @@ from cdc.engine.run import run_job
 from cdc.engine.tables import output_kind_column
 
 
-def job_of(common: Common, spec: Any, sink: RowSink | None = None) -> Job:
+def job_of(common: Common, spec: Any, sink: RowSink | None = None, limits: dict[str, Any] | None = None) -> Job:
     return Job(
         spec,
         inputs=tuple(common.inputs),
@@ -25,6 +25,7 @@ def job_of(common: Common, spec: Any, sink: RowSink | None = None) -> Job:
         on_error=common.on_error,
         rejects=common.rejects,
         sink=sink,
+        **(limits or {}),
     )
 
 
@@ -45,11 +46,13 @@ def run(
     command: str,
     summary: Callable[[Result], str] | None = None,
     sink: RowSink | None = None,
+    limits: dict[str, Any] | None = None,
 ) -> Result:
-    """Run the job the flags describe; print its summary (``--stats``) and its skips."""
+    """Run the job the flags describe; print its summary (``--stats``) and its skips. ``limits``:
+    ``memory_limit`` and ``temp_dir`` of a command that can spill."""
     from cdc.cli.progress import Bar, wanted
 
-    job = job_of(common, spec, sink if sink is not None else table_sink(common, spec))
+    job = job_of(common, spec, sink if sink is not None else table_sink(common, spec), limits)
     bar = Bar() if wanted(common.progress, common.inputs, common.output) else None
     try:
         result = run_job(job, bar)
@@ -61,7 +64,11 @@ def run(
 
 
 def report(common: Common, command: str, result: Result, summary: Callable[[Result], str] | None = None) -> None:
-    """Skips are always reported; the full summary with ``--stats``."""
+    """Skips are always reported; the full summary with ``--stats``; with ``--verbose`` the path
+    the run took, and why it handed over to the row path's rules if it did."""
+    if common.verbose:
+        handover = f" (handed over: {result.handover})" if result.handover else ""
+        say(f"cdc: {command}: path {result.path}{handover}")
     if common.stats:
         say(f"cdc: {command}: " + (summary(result) if summary else result.counts.summary(result.read)))
     if result.skipped:

@@ -164,10 +164,7 @@ class FromChangelogRow:
     def _reshape(self, row: Row, kind: str) -> Row:
         kc, op = self.kc, self.op
         if kc != op and kc in row:
-            raise InputError(
-                f"input column {kc!r} collides with the kind column",
-                hint="rename the kind column with --kind-column NAME",
-            )
+            raise kind_collision(kc)
         out: Row = {kc: kind}
         for key in self.keys:
             if key not in row:
@@ -188,6 +185,14 @@ def from_changelog(rows: Iterable[Row], spec: FromChangelogSpec, counts: Counts)
     for row in rows:
         yield from convert(row)
     counts.written = sum(counts.by_kind.values())
+
+
+def kind_collision(kind_column: str) -> InputError:
+    """A data column named like the kind column: never read as the row kind, never overwritten."""
+    return InputError(
+        f"input column {kind_column!r} collides with the kind column",
+        hint="rename the kind column with --kind-column NAME",
+    )
 
 
 def read_kind(row: Mapping[str, Any], kind_column: str) -> RowKind:

@@ -41,6 +41,7 @@ class FromChangelogSpec:
     post-images whatever their order in the file (``core.commits``); ``drop_commit_columns``
     leaves those columns out of the rows."""
 
+    writes_kinds: ClassVar[bool] = True  # its output rows carry their kind in ``kind_column``
     reads: ClassVar[str] = PLAIN
     op_column: str
     mapping: Mapping[str, RowKind]
@@ -50,7 +51,6 @@ class FromChangelogSpec:
     commit_columns: tuple[str, ...] = ()
     pair_key: tuple[str, ...] = ()
     drop_commit_columns: bool = False
-    envelope_hint: str | None = None  # a preset named after an envelope: say so if one is read
 
     @property
     def stateless(self) -> bool:
@@ -75,6 +75,7 @@ class DecodeSpec:
     """Change events → changelog rows, as Flink's debezium-json, canal-json, maxwell-json and
     ogg-json read them. ``envelope`` ``auto`` is decided from the first record (``with_envelope``)."""
 
+    writes_kinds: ClassVar[bool] = True  # its output rows carry their kind in ``kind_column``
     reads: ClassVar[str] = EVENTS
     envelope: str = "debezium"  # auto | debezium | canal | maxwell | ogg
     kind_column: str = "op"
@@ -86,11 +87,16 @@ class DecodeSpec:
     database_include: str | None = None  # Canal/Maxwell/OGG: Flink's database.include
     table_include: str | None = None  # ... and table.include
     bootstrap: str = "insert"  # Maxwell's bootstrap-insert rows: insert | skip
+    # Debezium: what the stream says against itself (a stale before image, a placeholder that
+    # cannot be rebuilt, a snapshot re-read of a live row): warn (counted), fail, or ignore.
+    policy: Policy = Policy.warn
+    unavailable_placeholder: str | None = None  # Debezium's unavailable.value.placeholder, if not the default
+    live_rows: bool = False  # keep the live rows without a key too (a command that keeps state reads)
 
     @property
     def stateless(self) -> bool:
-        """Without a key or truncate-deletes every event decodes on its own (parallel-safe)."""
-        return not self.key and self.on_truncate != "delete"
+        """Without a key, truncate-deletes or live rows every event decodes on its own (parallel-safe)."""
+        return not self.key and self.on_truncate != "delete" and not self.live_rows
 
 
 @dataclass(frozen=True)
@@ -148,6 +154,7 @@ class InspectSpec:
 class ReplaySpec:
     """A changelog run through keyed state and re-emitted (Flink ChangelogNormalize)."""
 
+    writes_kinds: ClassVar[bool] = True  # its output rows carry their kind in ``kind_column``
     stateless: ClassVar[bool] = False
     key: tuple[str, ...]
     emit: str = "retract"  # retract | upsert
@@ -182,6 +189,7 @@ class AggregateSpec:
     compute; the input is changelog rows, or plain rows read as inserts (``append``) or as
     upserts of ``key`` (``upsert``, normalized first as Flink's ChangelogNormalize does)."""
 
+    writes_kinds: ClassVar[bool] = True  # its output rows carry their kind in ``kind_column``
     stateless: ClassVar[bool] = False
     query: AggregateQuery
     input_mode: str = "changelog"  # changelog | upsert | append
@@ -195,6 +203,12 @@ class AggregateSpec:
             raise UsageError("--input-mode upsert needs --key: each row upserts its key")
         if self.delete_when is not None and self.input_mode != "upsert":
             raise UsageError("--delete-when goes with --input-mode upsert")
+        named = [*self.query.group_by, *(a.name for a in self.query.aggs)]
+        if self.kind_column in named:
+            raise UsageError(
+                f"output column {self.kind_column!r} collides with the kind column",
+                hint="rename the kind column with --kind-column NAME",
+            )
 
     @property
     def reads(self) -> str:

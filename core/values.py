@@ -107,3 +107,20 @@ def flink_number_text(value: Any) -> str:
     if literal is not None and "e" not in literal.lower():
         return literal
     return java_double_text(float(value))
+
+
+class DbText(str):
+    """A date, time or timestamp that Python's types cannot hold, spelled as the database shows
+    it (``infinity``, ``24:00:00``, ``838:59:59``, ``+12345-06-07``, ``-0043-03-15``). Text
+    outputs write the text; a typed column (Parquet) refuses it, saying ``what`` it is."""
+
+    __slots__ = ("what",)
+    what: str
+
+    def __new__(cls, text: str, what: str) -> DbText:
+        value = super().__new__(cls, text)
+        value.what = what
+        return value
+
+    def __reduce__(self) -> tuple[type[DbText], tuple[str, str]]:
+        return DbText, (str(self), self.what)

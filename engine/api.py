@@ -63,7 +63,7 @@ def _names(value: Columns | None) -> tuple[str, ...]:
     return tuple(dict.fromkeys(p.strip() for p in parts if p.strip()))
 
 
-def _run(spec: Any, source: Source, io: IO) -> Result:
+def _run(spec: Any, source: Source, io: IO, **limits: Any) -> Result:
     output = io.get("output")
     rejects = io.get("rejects")
     sink = ListSink() if output is None else None
@@ -76,6 +76,7 @@ def _run(spec: Any, source: Source, io: IO) -> Result:
         on_error=OnError(io.get("on_error", "fail")),
         rejects=os.fspath(rejects) if rejects is not None else None,
         sink=sink,
+        **limits,
     )
     if isinstance(source, str | os.PathLike):
         job = job.with_(inputs=(os.fspath(source),))
@@ -135,12 +136,29 @@ def decode(
     raw_values: bool = False,
     on_truncate: str = "fail",
     kind_column: str = "op",
+    strict: bool = False,
+    unavailable_placeholder: str | None = None,
     **io: Unpack[IO],
 ) -> Result:
     """Change events (JSON lines: Debezium, Canal, Maxwell or OGG; ``auto`` tells them apart from
     the first record) → changelog rows, as Flink's ``*-json`` formats read them. ``metadata``:
-    ``"NAME[=COLUMN]"`` requests of the envelope's metadata (e.g. ``"source.table=tbl"``)."""
-    spec = DecodeSpec(envelope, kind_column, schema_include, raw_values, tuple(metadata), on_truncate, _names(key))
+    ``"NAME[=COLUMN]"`` requests of the envelope's metadata (e.g. ``"source.table=tbl"``).
+    ``strict``: fail at the first finding (Debezium: a stale before image, a placeholder no key
+    rebuilds); else they are counted in ``result.counts.notes``. ``unavailable_placeholder``:
+    Debezium's ``unavailable.value.placeholder`` when it is not the default."""
+    from cdc.core.state import Policy
+
+    spec = DecodeSpec(
+        envelope,
+        kind_column,
+        schema_include,
+        raw_values,
+        tuple(metadata),
+        on_truncate,
+        _names(key),
+        policy=Policy.fail if strict else Policy.warn,
+        unavailable_placeholder=unavailable_placeholder,
+    )
     return _run(spec, source, io)
 
 
@@ -170,12 +188,24 @@ def materialize(
     time_column: str | None = None,
     sort: bool = False,
     kind_column: str = "op",
+    memory_limit: str | int | None = None,
+    temp_dir: str | os.PathLike[str] | None = None,
     **io: Unpack[IO],
 ) -> Result:
     """Changelog rows → the table they describe; ``result.findings`` counts the changes that
-    contradicted it (under ``on_inconsistency="fail"`` the first one raises)."""
+    contradicted it (under ``on_inconsistency="fail"`` the first one raises). ``memory_limit``
+    (bytes, or ``"8GB"``, ``"40%"``; default half the machine's memory): past it the state
+    spills to ``temp_dir`` (default the system's temporary folder), as the CLI's flags say."""
+    from cdc.engine.run import memory_limit as limit_of
+
     spec = MaterializeSpec(kind_column, _names(key), Policy(on_inconsistency), dedup, as_of, time_column, sort)
-    return _run(spec, source, io)
+    return _run(
+        spec,
+        source,
+        io,
+        memory_limit=limit_of(memory_limit),
+        temp_dir=os.fspath(temp_dir) if temp_dir is not None else None,
+    )
 
 
 def replay(

@@ -19,6 +19,7 @@ from typing import Any
 from cdc.core.kinds import KIND_BY_TEXT
 from cdc.core.model import Row
 from cdc.core.specs import AggregateSpec, FromChangelogSpec, MaterializeSpec, ReplaySpec, ToChangelogSpec
+from cdc.engine.commands import lookup
 
 EXAMPLE_ROWS = 1000  # the first changes an empty result's types are inferred from
 
@@ -96,13 +97,8 @@ def examples_for(spec: Any, out_format: str | None = None) -> Examples | None:
     needs nothing)."""
     if out_format is not None and out_format not in SHAPED:
         return None
-    if isinstance(spec, MaterializeSpec):
-        return Examples(spec.kind_column)
-    if isinstance(spec, AggregateSpec | ReplaySpec):
-        return Examples(spec.kind_column if spec.input_mode == "changelog" else None)
-    if isinstance(spec, FromChangelogSpec | ToChangelogSpec):
-        return Examples(None)  # every row read shows its columns, kept, dropped or bad
-    return None
+    shape = lookup(SHAPES, spec)
+    return None if shape is None else shape.examples(spec)
 
 
 def empty_result(
@@ -112,42 +108,86 @@ def empty_result(
     lines); ``metadata``, the commit columns a table leaves out."""
     rows = examples.rows if examples is not None else []
     names = declared if declared is not None else examples.columns() if examples is not None else []
-    if isinstance(spec, ReplaySpec | FromChangelogSpec | ToChangelogSpec):
-        if not names:
-            return None  # no row read, no column declared: nothing is known
-        return _changelog(spec, names, rows)
-    if isinstance(spec, MaterializeSpec):
-        return Empty([n for n in names if n != spec.kind_column and n not in metadata], rows)
-    if isinstance(spec, AggregateSpec):
-        kc, query = spec.kind_column, spec.query
-        made = [{kc: "+I", **query.example_row(row)} for row in rows or [{}]]  # COUNT is an integer all the same
-        return Empty([kc, *query.columns], made)
-    return None
+    shape = lookup(SHAPES, spec)
+    return None if shape is None else shape.empty(spec, names, rows, metadata)
 
 
-def _changelog(spec: ReplaySpec | FromChangelogSpec | ToChangelogSpec, names: Sequence[str], rows: list[Row]) -> Empty:
+def _changelog(spec: Any, names: Sequence[str], rows: list[Row], metadata: frozenset[str]) -> Empty | None:
     """The columns of a replay (the kind column, then the data columns), or of a from-changelog
     or to-changelog of rows with columns ``names`` (the kind or op column where the conversion
     puts it); each example row as the run would have written it, a kind or code in that column."""
-    columns_of = _columns_of(spec)
-    if isinstance(spec, ToChangelogSpec):
-        marker, value = spec.op_column, next(iter(spec.mapping.values()), "")
-    else:
-        marker, value = spec.kind_column, "+I"
+    if not names:
+        return None  # no row read, no column declared: nothing is known
+    columns_of, marker, value = _columns_of(spec)
     made = [{c: value if c == marker else row.get(c) for c in columns_of(list(row))} for row in rows]
     return Empty(columns_of(names), made)
 
 
-def _columns_of(spec: ReplaySpec | FromChangelogSpec | ToChangelogSpec) -> Callable[[Sequence[str]], list[str]]:
-    """The output columns of input rows with these columns."""
-    from cdc.core.convert import FromChangelogRow, ToChangelogRow
+Columns = Callable[[Sequence[str]], list[str]]
 
-    if isinstance(spec, ToChangelogSpec):
-        return ToChangelogRow(spec).columns
-    if isinstance(spec, FromChangelogSpec):
-        of_row, commits = FromChangelogRow(spec).columns, spec.commit_columns
-        if not spec.drop_commit_columns:
-            return of_row
-        return lambda names: [n for n in of_row(names) if n not in commits]  # a change feed's, without them
+
+def _from_changelog_columns(spec: FromChangelogSpec) -> tuple[Columns, str, str]:
+    """The output columns of input rows with these columns; the column of the kind, and a kind."""
+    from cdc.core.convert import FromChangelogRow
+
+    of_row, commits = FromChangelogRow(spec).columns, spec.commit_columns
+    if not spec.drop_commit_columns:
+        return of_row, spec.kind_column, "+I"
+    return (lambda names: [n for n in of_row(names) if n not in commits]), spec.kind_column, "+I"  # without them
+
+
+def _to_changelog_columns(spec: ToChangelogSpec) -> tuple[Columns, str, str]:
+    from cdc.core.convert import ToChangelogRow
+
+    return ToChangelogRow(spec).columns, spec.op_column, next(iter(spec.mapping.values()), "")
+
+
+def _replay_columns(spec: ReplaySpec) -> tuple[Columns, str, str]:
     kc = spec.kind_column
-    return lambda names: [kc, *(n for n in names if n != kc)]
+    return (lambda names: [kc, *(n for n in names if n != kc)]), kc, "+I"
+
+
+def _table(spec: MaterializeSpec, names: Sequence[str], rows: list[Row], metadata: frozenset[str]) -> Empty:
+    return Empty([n for n in names if n != spec.kind_column and n not in metadata], rows)
+
+
+def _aggregate(spec: AggregateSpec, names: Sequence[str], rows: list[Row], metadata: frozenset[str]) -> Empty:
+    kc, query = spec.kind_column, spec.query
+    made = [{kc: "+I", **query.example_row(row)} for row in rows or [{}]]  # COUNT is an integer all the same
+    return Empty([kc, *query.columns], made)
+
+
+def _changes_examples(spec: Any) -> Examples:
+    """The first changes: rows with a kind column, or plain rows (``--input-mode``)."""
+    return Examples(spec.kind_column if spec.input_mode == "changelog" else None)
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A command's empty result: what it keeps of its first rows, and the result made of them
+    (spec, names, example rows, metadata columns); its columns (``columns``: output columns of
+    input columns, the kind or op column, a kind written in it)."""
+
+    examples: Callable[[Any], Examples]
+    empty: Callable[[Any, Sequence[str], list[Row], frozenset[str]], Empty | None] = _changelog
+    columns: Callable[[Any], tuple[Columns, str, str]] | None = None
+
+
+def _columns_of(spec: Any) -> tuple[Columns, str, str]:
+    shape = lookup(SHAPES, spec)
+    assert shape is not None and shape.columns is not None
+    return shape.columns(spec)
+
+
+def _every_row(spec: Any) -> Examples:
+    return Examples(None)  # every row read shows its columns, kept, dropped or bad
+
+
+# The commands whose result without rows shows columns (the others: none).
+SHAPES: dict[type, Shape] = {
+    MaterializeSpec: Shape(lambda spec: Examples(spec.kind_column), _table),
+    AggregateSpec: Shape(_changes_examples, _aggregate),
+    ReplaySpec: Shape(_changes_examples, columns=_replay_columns),
+    FromChangelogSpec: Shape(_every_row, columns=_from_changelog_columns),
+    ToChangelogSpec: Shape(_every_row, columns=_to_changelog_columns),
+}

@@ -6,7 +6,7 @@ Commands that read changelog rows also read change events decoded on the way in
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -16,6 +16,7 @@ from cdc.core.model import Reject, Row
 from cdc.core.presets import COMMIT_COLUMNS
 from cdc.core.specs import CHANGELOG, EVENTS, DecodeSpec, FromChangelogSpec, InspectSpec, MaterializeSpec
 from cdc.core.stats import Counts
+from cdc.engine.commands import lookup
 from cdc.engine.job import Job
 from cdc.engine.paths.native.kernel import count_lines
 from cdc.formats.base import RowReader
@@ -52,16 +53,38 @@ def resolve(job: Job) -> Job:
         if spec.reads == EVENTS and fmt not in ("jsonl", *ENVELOPES):
             raise UsageError(f"change events are JSON lines; {fmt} input cannot hold them")
         formats.append(fmt)
-    if isinstance(spec, DecodeSpec):
-        spec = _decided(spec, job.inputs[0])
-        formats = [spec.envelope] * len(formats)
-    elif isinstance(spec, FromChangelogSpec):
-        _not_an_envelope(job.inputs, formats)
-    elif isinstance(spec, MaterializeSpec | InspectSpec) and spec.commit_columns is None:
-        columns = first_columns(job.inputs[0], formats[0])
+    decide = lookup(DECIDE, spec)
+    if decide is not None:
+        spec, formats = decide(spec, job.inputs, formats)
+    return job.with_(spec=spec, formats=tuple(formats), out_format=out_format)
+
+
+def _decode(spec: DecodeSpec, inputs: tuple[str, ...], formats: list[str]) -> tuple[Any, list[str]]:
+    spec = _decided(spec, inputs[0])
+    return spec, [spec.envelope] * len(formats)
+
+
+def _from_changelog(spec: FromChangelogSpec, inputs: tuple[str, ...], formats: list[str]) -> tuple[Any, list[str]]:
+    _not_an_envelope(inputs, formats)
+    return spec, formats
+
+
+def _commit_columns(spec: Any, inputs: tuple[str, ...], formats: list[str]) -> tuple[Any, list[str]]:
+    """A table's commit columns (None: the known ones found in the first input's columns)."""
+    if spec.commit_columns is None:
+        columns = first_columns(inputs[0], formats[0])
         if columns is not None:  # else every known commit column is taken for one
             spec = replace(spec, commit_columns=tuple(c for c in COMMIT_COLUMNS if c in columns))
-    return job.with_(spec=spec, formats=tuple(formats), out_format=out_format)
+    return spec, formats
+
+
+# What a command decides of its spec once its inputs are known: (spec, inputs, formats) → both.
+DECIDE: dict[type, Callable[[Any, tuple[str, ...], list[str]], tuple[Any, list[str]]]] = {
+    DecodeSpec: _decode,
+    FromChangelogSpec: _from_changelog,
+    MaterializeSpec: _commit_columns,
+    InspectSpec: _commit_columns,
+}
 
 
 def first_columns(path: str, fmt: str) -> list[str] | None:
@@ -136,7 +159,14 @@ def first_record(path: str, lines: int = 100) -> tuple[Any, int] | None:
 
         peek = getattr(sys.stdin.buffer, "peek", None)
         data = peek(1 << 16) if peek is not None else b""
-        if data[:2] == b"\x1f\x8b" or b"\n" not in data:
+        if data[:2] == b"\x1f\x8b":  # gzip: the first lines decompressed from the bytes peeked
+            import zlib
+
+            try:
+                data = zlib.decompressobj(wbits=31).decompress(data)
+            except zlib.error:
+                return None
+        if b"\n" not in data:
             return None
         head = data[: data.rfind(b"\n")].split(b"\n")[:lines]
     else:
@@ -158,23 +188,36 @@ def first_record(path: str, lines: int = 100) -> tuple[Any, int] | None:
     return None
 
 
-def open_rows(job: Job, reject: Reject, on_bytes: Any, counts: Counts) -> RowReader:
+def open_rows(job: Job, reject: Reject, on_bytes: Any, counts: Counts, findings: Any = None) -> RowReader:
     """The job's input rows, every input in order: changelog rows for an envelope input
-    (decoded by one decoder, ``counts`` its counts), else the rows as read."""
+    (decoded by one decoder, ``counts`` its counts; ``findings`` the command's, where what the
+    events say against themselves goes), else the rows as read."""
     if job.rows is not None:
-        decoder = decoder_for(job.spec, counts) if isinstance(job.spec, DecodeSpec) else None
+        decoder = decoder_for(job.spec, counts, findings) if job.spec.reads == EVENTS else None
         return IterableReader(job.rows, reject, decoder)
     readers: dict[str, Any] = {}
-    if isinstance(job.spec, DecodeSpec):
-        readers = dict.fromkeys(job.formats, decoder_for(job.spec, counts).reader)
+    if job.spec.reads == EVENTS:  # events decoded: decode
+        readers = dict.fromkeys(job.formats, decoder_for(job.spec, counts, findings).reader)
     else:
         envelope = next((f for f in job.formats if f in ENVELOPES), None)
         if envelope is not None:  # changelog rows decoded on the way in (-i debezium)
-            # The command's key rebuilds partial before images too (REPLICA IDENTITY DEFAULT).
-            key = getattr(job.spec, "key", ())
-            decoder = decoder_for(DecodeSpec(envelope, job.spec.kind_column, key=key), counts)
-            readers[envelope] = decoder.reader
+            readers[envelope] = decoder_for(events_spec(job.spec, envelope), counts, findings).reader
     return open_inputs(job.inputs, job.formats, reject, on_bytes, readers)
+
+
+def events_spec(spec: Any, envelope: str) -> DecodeSpec:
+    """How a command that reads changelog rows decodes envelope inputs (``-i debezium``): the
+    command's key rebuilds partial before images too (REPLICA IDENTITY DEFAULT); a command that
+    keeps state keeps the live rows (a snapshot re-read of a live row is found), under its policy."""
+    from cdc.core.state import Policy
+
+    return DecodeSpec(
+        envelope,
+        spec.kind_column,
+        key=getattr(spec, "key", ()),
+        policy=getattr(spec, "policy", Policy.warn),
+        live_rows=not spec.stateless,
+    )
 
 
 class IterableReader(RowReader):
@@ -214,23 +257,28 @@ def line_chunks(
     job: Job, on_bytes: Any, size: int | None = None, examples: Any = None
 ) -> Iterator[tuple[bytes, int, str]]:
     """``(chunk, first line, input name)`` of every JSON-lines input of ``job`` in turn: line-aligned
-    chunks (``read_chunks``), decompressed, each file closed once read (stdin stays open). With
+    chunks (``read_chunks``; stdin and compressed inputs read and decompressed ahead on a thread,
+    ``prefetched_chunks``), each file closed once read (stdin stays open). With
     ``examples`` (``empty.Examples``), the first changes are kept on the way, for an empty result."""
-    from cdc.formats.jsonl import CHUNK_BYTES, read_chunks
+    from cdc.formats.jsonl import BOM, CHUNK_BYTES, read_chunks
+    from cdc.formats.prefetch import prefetched_chunks
     from cdc.formats.streams import decompressed, open_input
 
     for path in job.inputs:
         name = display_name(path)
-        stream = decompressed(open_input(path, on_bytes), name)
+        raw = open_input(path, on_bytes)
+        stream = decompressed(raw, name)
+        chunks: Any  # a generator, closed below
+        if stream is raw and path != STDIO:  # a plain file gives full chunks, read as they are taken
+            chunks = read_chunks(stream, size or CHUNK_BYTES, count_lines)
+        else:  # a pipe's reads are small, a decompressor is work: both on a thread of their own
+            chunks = prefetched_chunks(stream, size or CHUNK_BYTES, count_lines, BOM)
         try:
-            for chunk, first in read_chunks(stream, size or CHUNK_BYTES, count_lines):
+            for chunk, first in chunks:
                 if examples is not None:
                     examples.add_lines(chunk)
                 yield chunk, first, name
         finally:
+            chunks.close()  # stops a reader thread
             if path != STDIO:
                 stream.close()
-
-
-def is_stdin(path: str) -> bool:
-    return path == STDIO

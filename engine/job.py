@@ -43,6 +43,8 @@ class Job:
     rejects: str | None = None
     rows: Iterable[Row] | None = None  # rows given by a caller (the API) instead of input files
     sink: RowSink | None = None  # rows handed to a caller instead of written to ``output``
+    memory_limit: int | None = None  # bytes the state may take before it spills (None: no limit)
+    temp_dir: str | None = None  # where a spill goes (None: the system's temporary folder)
     # Filled in by ``resolve``: each input's format (stdin sniffed) and the output's.
     formats: tuple[str, ...] = ()
     out_format: str = ""
@@ -60,7 +62,8 @@ class Job:
 class Result:
     """What a run did, for ``--stats``, skip reports and the API."""
 
-    path: str = ""  # the path that ran (rows, lines, kernel-lines, arrow, keyed-kernel)
+    path: str = ""  # the path that ran (rows, lines, kernel-lines, arrow …; "arrow-state→rows" after a hand-over)
+    handover: str | None = None  # why the path handed the run over to the row path's rules
     read: int = 0  # input records, good or bad
     counts: Counts = field(default_factory=Counts)
     skipped: int = 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from cdc.engine.handover import taken
 from cdc.engine.inputs import resolve
 from cdc.engine.job import Job, Progress, Result
 from cdc.engine.plan import choose
@@ -15,9 +16,27 @@ def run_job(job: Job, progress: Progress | None = None, path: str | None = None)
         for name in job.inputs:  # before anything peeks at stdin
             check_input_exists(name)
     job = resolve(job)
-    chosen = choose(job, path)
     if progress is not None:
         sizes = [input_size(name) for name in job.inputs] if job.rows is None else [None]
         progress.start(None if None in sizes else sum(s for s in sizes if s is not None))
+    if job.memory_limit is not None and path is None:
+        from cdc.engine.spill import run_limited  # spills past the limit, else runs in memory as below
+
+        return run_limited(job, progress, lambda job: _in_memory(job, progress, path))
+    return _in_memory(job, progress, path)
+
+
+def _in_memory(job: Job, progress: Progress | None, path: str | None) -> Result:
+    chosen = choose(job, path)
     with session(job, progress) as current:
-        return chosen.run(job, current)
+        result = chosen.run(job, current)
+        result.path, result.handover = taken(chosen.name, current), current.handed_over
+        return result
+
+
+def memory_limit(text: str | int | None) -> int:
+    """``--memory-limit`` in bytes: ``8GB``, ``40%`` of the machine's memory, bytes; None: half
+    of the machine's memory."""
+    from cdc.engine.spill import default_limit, parse_size
+
+    return default_limit() if text is None else parse_size(text)

@@ -64,6 +64,7 @@ class Session:
         self.reject: Reject = self.rejects.add if self.rejects is not None else fail_on_bad
         self.output: Output | None = None
         self.where: Callable[[], Location] | None = None  # the reader to blame for an error
+        self.handed_over: str | None = None  # why the row path's rules took over (``handover``)
 
     @property
     def on_bytes(self) -> Callable[[int], None] | None:

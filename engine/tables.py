@@ -9,7 +9,7 @@ from typing import Any
 from cdc.core.model import Row
 from cdc.core.presets import COMMIT_COLUMNS
 from cdc.core.rowstore import strip
-from cdc.core.specs import AggregateSpec, DecodeSpec, FromChangelogSpec, InspectSpec, MaterializeSpec, ReplaySpec
+from cdc.core.specs import InspectSpec, MaterializeSpec
 from cdc.core.state import Findings, TableState, new_state
 from cdc.core.timeorder import sort_key
 from cdc.core.versioned import VersionedState
@@ -47,8 +47,8 @@ def table_rows(state: TableState, spec: MaterializeSpec) -> Iterable[Row]:
 
 def output_kind_column(spec: Any) -> str | None:
     """The column of the output rows that holds their kind (print and table colour it)."""
-    if isinstance(spec, FromChangelogSpec | DecodeSpec | ReplaySpec | AggregateSpec):
-        return spec.kind_column
+    if getattr(spec, "writes_kinds", False):
+        return str(spec.kind_column)
     return getattr(spec, "output_kind_column", None)
 
 

@@ -20,14 +20,15 @@ from cdc.core.stats import Counts
 ENVELOPES = ("debezium", "canal", "maxwell", "ogg")
 
 
-def decoder_for(spec: DecodeSpec, counts: Counts) -> Any:
-    """The decoder of ``spec.envelope``; for ``auto``, one that decides at the first event."""
+def decoder_for(spec: DecodeSpec, counts: Counts, findings: Any = None) -> Any:
+    """The decoder of ``spec.envelope``; for ``auto``, one that decides at the first event.
+    ``findings``: a command's state findings, where a Debezium decoder reports what it finds."""
     if spec.envelope == "auto":
-        return AutoDecoder(spec, counts)
+        return AutoDecoder(spec, counts, findings)
     if spec.envelope == "debezium":
         from cdc.formats.debezium import DebeziumDecoder
 
-        return DebeziumDecoder(spec, counts)
+        return DebeziumDecoder(spec, counts, findings)
     choose_envelope(spec.envelope, None)  # an unknown name is a usage error
     return CoreDecoder(spec, counts)
 
@@ -87,9 +88,10 @@ class AutoDecoder:
     """``--envelope auto`` where it could not be decided before reading (stdin): the first
     event that is not a tombstone names the envelope; every later one must be of it."""
 
-    def __init__(self, spec: DecodeSpec, counts: Counts):
+    def __init__(self, spec: DecodeSpec, counts: Counts, findings: Any = None):
         self.spec = spec
         self.counts = counts
+        self.findings = findings
         self.chosen: Any = None
 
     @property
@@ -104,7 +106,7 @@ class AutoDecoder:
             envelope = choose_envelope("auto", event)
             from dataclasses import replace
 
-            self.chosen = decoder_for(replace(self.spec, envelope=envelope), self.counts)
+            self.chosen = decoder_for(replace(self.spec, envelope=envelope), self.counts, self.findings)
         rows: list[Row] = self.chosen.decode(event, raw)
         return rows
 

@@ -34,11 +34,6 @@ _RESPELLED = re.compile(
 MAX_INT_DIGITS = 4000  # past this, int() is quadratic (CPython refuses 4300): kept as a decimal
 
 
-def respelled(data: bytes) -> bool:
-    """Whether orjson could write a number in ``data`` otherwise than it is written there."""
-    return _RESPELLED.search(data) is not None
-
-
 def loads(line: bytes) -> Any:
     """One JSON text, every number as it was written.
 

@@ -12,7 +12,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from cdc.core.errors import InputError
-from cdc.core.values import exact_number
+from cdc.core.values import DbText, exact_number
 
 Converter = Callable[[Any], Any]
 EPOCH = dt.datetime(1970, 1, 1)
@@ -53,14 +53,27 @@ def decimal_converter(scale: int) -> Converter:
         if isinstance(value, bool):
             raise BadValue(f"{value!r} is not a decimal")
         if isinstance(value, int):
-            return Decimal(value)
-        if isinstance(value, float):  # exact text is recovered by the caller; this is the fallback
-            return Decimal(repr(value))
+            return _at_scale(Decimal(value), scale)
+        if isinstance(value, float):  # decimal.format=NUMERIC: the literal as written (core.values)
+            return _at_scale(Decimal(repr(value)), scale)
         if isinstance(value, Decimal):
-            return value
+            return _at_scale(value, scale)
         raise BadValue(f"{value!r} is not a decimal")
 
     return convert
+
+
+def _at_scale(value: Decimal, scale: int) -> Decimal:
+    """A NUMERIC decimal spelled with the column's scale, as BASE64 gives it (``12.5`` → ``12.50``
+    for DECIMAL(p, 2)): every decimal.format decodes to the same value. More digits stay."""
+    if not value.is_finite():
+        return value
+    exponent = value.as_tuple().exponent
+    if isinstance(exponent, int) and -exponent < scale:
+        sign, digits, _ = value.as_tuple()
+        unscaled = int("".join(map(str, digits)) or "0") * 10 ** (scale + exponent)
+        return scaled(-unscaled if sign else unscaled, scale)
+    return value
 
 
 def variable_scale_decimal(value: Any) -> Any:
@@ -75,21 +88,72 @@ def _int(value: Any) -> int:
     return value
 
 
+# PostgreSQL's ±infinity as Debezium sends them (PostgresValueConverter: PGStatement's
+# DATE_POSITIVE/NEGATIVE_INFINITY as epoch micros or millis; Long.MAX/MIN in nanoseconds mode; the
+# LocalDates -5877611-06-21/-22 as epoch days, and Integer.MAX/MIN days).
+INFINITY_DAYS = {-2147472693: "infinity", -2147472692: "-infinity", 2**31 - 1: "infinity", -(2**31): "-infinity"}
+INFINITY_MILLIS = {9223372036825200: "infinity", -9223372036832400: "-infinity"}
+INFINITY_MICROS = {9223372036825200000: "infinity", -9223372036832400000: "-infinity"}
+INFINITY_NANOS = {2**63 - 1: "infinity", -(2**63): "-infinity"}
+DAY_MICROS = 86_400_000_000
+
+
+def _civil(days: int) -> tuple[int, int, int]:
+    """Proleptic Gregorian (year, month, day) of an epoch day, any year (H. Hinnant's algorithm)."""
+    z = days + 719468
+    era = z // 146097
+    doe = z - era * 146097
+    yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
+    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
+    mp = (5 * doy + 2) // 153
+    day = doy - (153 * mp + 2) // 5 + 1
+    month = mp + 3 if mp < 10 else mp - 9
+    return yoe + era * 400 + (month <= 2), month, day
+
+
+def _date_text(days: int) -> str:
+    """ISO 8601 with an expanded year where needed: ``+12345-06-07``, ``-0043-03-15`` (44 BC)."""
+    year, month, day = _civil(days)
+    shown = f"{year:04d}" if 0 <= year <= 9999 else (f"+{year}" if year > 0 else f"-{-year:04d}")
+    return f"{shown}-{month:02d}-{day:02d}"
+
+
+def _clock(micros: int, digits: int = 6, fraction: int | None = None) -> str:
+    """``HH:MM:SS[.fraction]`` of a non-negative span (hours past 24 as they are)."""
+    seconds, micro = divmod(micros, 1_000_000)
+    minutes, second = divmod(seconds, 60)
+    hours, minute = divmod(minutes, 60)
+    text = f"{hours:02d}:{minute:02d}:{second:02d}"
+    frac = micro if fraction is None else fraction
+    return text + (f".{frac:0{digits}d}" if frac else "")
+
+
 def date_from_days(value: Any) -> Any:
     days = _int(value)
     try:
         return EPOCH_DATE + dt.timedelta(days=days)
-    except OverflowError:  # before year 1 or after 9999 (PostgreSQL BC dates, ±infinity): as sent
-        return days
+    except OverflowError:  # before year 1 or after 9999 (PostgreSQL BC dates, ±infinity)
+        pass
+    if days in INFINITY_DAYS:
+        return DbText(INFINITY_DAYS[days], f"PostgreSQL's {INFINITY_DAYS[days]}")
+    return DbText(_date_text(days), "a date outside years 1 to 9999")
 
 
-def _time(micros: int) -> Any:
-    if 0 <= micros < 86_400_000_000:
+def _time(micros: int, nanos: int | None = None) -> Any:
+    """A time of day; beyond a day (MySQL/MariaDB TIME is a duration, -838:59:59 to 838:59:59;
+    PostgreSQL has 24:00:00) the text the database shows. ``nanos``: the fraction in ns."""
+    if 0 <= micros < DAY_MICROS and nanos is None:
         return (dt.datetime.min + dt.timedelta(microseconds=micros)).time()
-    try:
-        return str(dt.timedelta(microseconds=micros))  # MySQL TIME beyond a day: keep it readable
-    except OverflowError:  # past what a timedelta holds: as sent
-        return micros
+    digits, fraction = (6, None) if nanos is None else (9, nanos)
+    if 0 <= micros < DAY_MICROS:
+        return DbText(_clock(micros, digits, fraction), "a time with nanoseconds")
+    if micros == DAY_MICROS and not fraction:
+        return DbText("24:00:00", "the time 24:00:00")
+    sign = "-" if micros < 0 else ""
+    if micros < 0 and fraction:
+        fraction = 10**9 - fraction  # the span's fraction, not the floor's
+        micros += 1  # floor division put it a microsecond lower
+    return DbText(sign + _clock(abs(micros), digits, fraction), "a TIME outside 00:00 to 24:00 (a duration)")
 
 
 def time_millis(value: Any) -> Any:
@@ -102,35 +166,43 @@ def time_micros(value: Any) -> Any:
 
 def time_nanos(value: Any) -> Any:
     ns = _int(value)
-    return _time(ns // 1000) if ns % 1000 == 0 else _nano_text(ns, time_only=True)
+    if ns % 1000 == 0:
+        return _time(ns // 1000)
+    micros, rest = divmod(ns, 1000)
+    return _time(micros, nanos=(micros % 1_000_000) * 1000 + rest)
 
 
-def _timestamp(micros: int) -> Any:
-    try:
-        return EPOCH + dt.timedelta(microseconds=micros)
-    except OverflowError:
-        return micros  # PostgreSQL ±infinity sentinels: keep the raw number
+def _timestamp(micros: int, sentinels: dict[int, str], raw: int, nanos: int | None = None) -> Any:
+    if raw in sentinels:
+        return DbText(sentinels[raw], f"PostgreSQL's {sentinels[raw]}")
+    if nanos is None:
+        try:
+            return EPOCH + dt.timedelta(microseconds=micros)
+        except OverflowError:
+            pass
+    days, rest = divmod(micros, DAY_MICROS)
+    digits, fraction = (6, None) if nanos is None else (9, nanos)
+    text = f"{_date_text(days)}T{_clock(rest, digits, fraction)}"
+    what = "a timestamp with nanoseconds" if nanos is not None and -719162 <= days < 2932897 else None
+    return DbText(text, what or "a timestamp outside years 1 to 9999")
 
 
 def timestamp_millis(value: Any) -> Any:
-    return _timestamp(_int(value) * 1000)
+    ms = _int(value)
+    return _timestamp(ms * 1000, INFINITY_MILLIS, ms)
 
 
 def timestamp_micros(value: Any) -> Any:
-    return _timestamp(_int(value))
+    us = _int(value)
+    return _timestamp(us, INFINITY_MICROS, us)
 
 
 def timestamp_nanos(value: Any) -> Any:
     ns = _int(value)
-    return _timestamp(ns // 1000) if ns % 1000 == 0 else _nano_text(ns, time_only=False)
-
-
-def _nano_text(ns: int, time_only: bool) -> str:
-    """Nanosecond precision that Python's datetime cannot hold: ISO text with 9 digits."""
-    seconds, nanos = divmod(ns, 1_000_000_000)
-    base = EPOCH + dt.timedelta(seconds=seconds)
-    text = base.time().isoformat() if time_only else base.isoformat()
-    return f"{text}.{nanos:09d}"
+    micros, rest = divmod(ns, 1000)
+    if rest == 0:
+        return _timestamp(micros, INFINITY_NANOS, ns)
+    return _timestamp(micros, INFINITY_NANOS, ns, nanos=(micros % 1_000_000) * 1000 + rest)
 
 
 def float32(value: Any) -> Any:
@@ -174,7 +246,11 @@ NAMED: dict[str, Converter] = {
 
 
 def converter_for(field: dict[str, Any]) -> Converter | None:
-    """The converter a field's schema asks for; None when the JSON value is already natural."""
+    """The converter a field's schema asks for; None when the JSON value is already natural.
+    An array's items are converted by their own schema (PostgreSQL arrays of numeric, date…)."""
+    if field.get("type") == "array" and isinstance(field.get("items"), dict):
+        item = converter_for(field["items"])
+        return None if item is None else _each(item)
     name = field.get("name")
     if name == DECIMAL:
         params = field.get("parameters") or {}
@@ -189,16 +265,28 @@ def converter_for(field: dict[str, Any]) -> Converter | None:
     return None
 
 
-def decimal_types(field_schemas: dict[str, dict[str, Any]]) -> dict[str, tuple[int, int]]:
-    """Column → (precision, scale) for Decimal fields; precision defaults to 38 when not declared."""
+def _each(item: Converter) -> Converter:
+    def convert(value: Any) -> Any:
+        if not isinstance(value, list):
+            return value
+        return [None if v is None else item(v) for v in value]
+
+    return convert
+
+
+def decimal_types(field_schemas: dict[str, dict[str, Any]]) -> dict[str, tuple[int, int, bool]]:
+    """Column → (precision, scale, an array of them) for Decimal fields and arrays of Decimals;
+    precision defaults to 38 when not declared."""
     out = {}
     for name, f in field_schemas.items():
-        if f.get("name") == DECIMAL:
-            params = f.get("parameters") or {}
+        listed = f.get("type") == "array" and isinstance(f.get("items"), dict)
+        of = f["items"] if listed else f
+        if of.get("name") == DECIMAL:
+            params = of.get("parameters") or {}
             try:
                 scale = int(params.get("scale", 0))
                 precision = int(params.get("connect.decimal.precision", 38))
             except (TypeError, ValueError):
                 continue
-            out[name] = (max(precision, scale, 1), scale)
+            out[name] = (max(precision, scale, 1), scale, listed)
     return out

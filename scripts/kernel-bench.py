@@ -26,7 +26,7 @@ from types import ModuleType
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
-from generate import dumps, events  # noqa: E402
+from generate import dumps, envelopes, events  # noqa: E402
 
 KINDS = ("+I", "-U", "+U", "-D")
 LONG = ("INSERT", "UPDATE_BEFORE", "UPDATE_AFTER", "DELETE")
@@ -46,8 +46,12 @@ def load(so: str | None, n: int) -> ModuleType:
 
 def inputs(n: int) -> dict[str, bytes]:
     dbz, flat, changelog = [], [], []
-    for op, before, after in events(n):
+    others: dict[str, list[str]] = {"canal": [], "maxwell": [], "ogg": []}
+    for i, (op, before, after) in enumerate(events(n)):
         dbz.append(dumps({"before": before, "after": after, "source": {"connector": "mysql", "pos": 1}, "op": op}))
+        for name, event in envelopes(i, op, before, after).items():
+            if name in others:
+                others[name].append(dumps(event))
         images = {"c": [after], "u": [before, after], "d": [before]}[op]
         names = {"c": ("INSERT",), "u": ("UPDATE_BEFORE", "UPDATE_AFTER"), "d": ("DELETE",)}[op]
         for name, image in zip(names, images, strict=True):
@@ -57,6 +61,7 @@ def inputs(n: int) -> dict[str, bytes]:
         "debezium": ("\n".join(dbz) + "\n").encode(),
         "flat": ("\n".join(flat) + "\n").encode(),
         "changelog": ("\n".join(changelog) + "\n").encode(),
+        **{name: ("\n".join(lines) + "\n").encode() for name, lines in others.items()},
     }
 
 
@@ -144,7 +149,33 @@ def calls(k: ModuleType) -> dict[str, Callable[[bytes], Any]]:
             position = k.debezium(chunk, position, b'"op"', firsts, False, set())[1]
             position = chunk.find(b"\n", position) + 1 or len(chunk)
 
+    def state(chunk: bytes, command: int, flags: int, key: tuple[bytes, ...]) -> None:
+        packed, position, _ = k.parse_records(chunk, 0, b'"op"', spellings, key, ())
+        assert position == len(chunk), position
+        k.State(command, flags, 0, firsts).apply(packed, 0, lambda *_: 1)
+
+    def encode(chunk: bytes) -> None:
+        position, pending = 0, None
+        while position < len(chunk):
+            _, position, _, _, _, pending = k.encode(
+                chunk, position, b'"op"', spellings, keys, b"", b"", b"0", False, pending
+            )
+            position = chunk.find(b"\n", position) + 1 or len(chunk)
+
+    def walk(chunk: bytes, entry: Callable[[bytes, int], Any]) -> None:
+        position = 0
+        while position < len(chunk):
+            position = entry(chunk, position)[1]
+            position = chunk.find(b"\n", position) + 1 or len(chunk)
+
     return {
+        "state-dedup": lambda c: state(c, 1, 1, keys),  # materialize --key id --dedup
+        "state-multiset": lambda c: state(c, 0, 0, ()),  # materialize without a key
+        "state-replay": lambda c: state(c, 2, 0, keys),  # replay --key id
+        "encode": encode,
+        "canal": lambda c: walk(c, lambda chunk, at: k.canal(chunk, at, b'"op"', firsts, False)),
+        "maxwell": lambda c: walk(c, lambda chunk, at: k.maxwell(chunk, at, b'"op"', firsts, False)),
+        "ogg": lambda c: walk(c, lambda chunk, at: k.ogg(chunk, at, b'"op"', firsts, (), True)),
         "from": lambda c: columns(c, from_codes),
         "to": lambda c: columns(c, to_codes),
         "debezium": debezium,
@@ -170,6 +201,13 @@ def main() -> None:
         ("keyed", data["changelog"], "keyed"),
         ("parse_changes + apply_changes", data["changelog"], "split"),
         ("count_lines", data["debezium"], "count"),
+        ("parse_records + State (materialize --dedup)", data["changelog"], "state-dedup"),
+        ("parse_records + State (multiset)", data["changelog"], "state-multiset"),
+        ("parse_records + State (replay)", data["changelog"], "state-replay"),
+        ("encode (debezium-encode)", data["changelog"], "encode"),
+        ("canal", data["canal"], "canal"),
+        ("maxwell", data["maxwell"], "maxwell"),
+        ("ogg", data["ogg"], "ogg"),
         ("columns: rows of 20 columns", wide(args.events // 2, 20), "from"),
         ("columns: rows of 60 columns", wide(args.events // 5, 60), "from"),
         ("keyed: rows of 20 columns", wide(args.events // 2, 20).replace(b'"INSERT"', b'"+I"'), "keyed"),

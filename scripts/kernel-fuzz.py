@@ -1,4 +1,4 @@
-"""Mutation fuzz of every entry point of the C kernel (engine/paths/native/_kernel.c).
+"""Mutation fuzz of every entry point of the C kernel (engine/paths/native/*.c).
 
     python scripts/kernel-fuzz.py --executions 1000000 --seed 1
     python scripts/kernel-fuzz.py --seconds 900 --only apply_changes

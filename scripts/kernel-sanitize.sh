@@ -44,8 +44,9 @@ ln -s "$work/src" "$work/site/cdc"
 suffix=$("$PY" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
 include=$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
 so="$work/src/engine/paths/native/_kernel$suffix"
+mapfile -t sources < <(scripts/kernel-sources.sh)
 "$CC" -shared -fPIC -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined \
-    -Wall -Wextra -Werror -I"$include" -o "$so" engine/paths/native/_kernel.c
+    -Wall -Wextra -Werror -I"$include" -o "$so" "${sources[@]}"
 echo "kernel-sanitize: built $so"
 
 libasan=$("$CC" -print-file-name=libasan.so)

@@ -1,4 +1,4 @@
-"""The C kernel (engine/paths/native/_kernel.c) at its trust boundary, called directly.
+"""The C kernel (engine/paths/native/*.c) at its trust boundary, called directly.
 
 Everything it is handed crosses from Python: chunks of untrusted bytes, but also the argument
 tuples and the packed buffer of ``apply_changes``, which any caller can forge. Each test here
@@ -33,7 +33,7 @@ except ImportError:  # built without a C compiler
     _kernel = None
 
 pytestmark = pytest.mark.skipif(
-    _kernel is None, reason="the C kernel (engine/paths/native/_kernel.c) is not built: no C compiler at install"
+    _kernel is None, reason="the C kernel (engine/paths/native/*.c) is not built: no C compiler at install"
 )
 
 KINDS = ("+I", "-U", "+U", "-D")

@@ -125,3 +125,64 @@ def test_the_engine_does_not_import_the_cli() -> None:
         for name in imports_of(path):
             assert not name.startswith("cdc.cli"), f"{path.name} imports {name}"
             assert name.split(".")[0] not in {"typer", "click"}, f"{path.name} imports {name}"
+
+
+def test_behaviour_is_found_through_tables_not_type_switches() -> None:
+    # A command's behaviour on a path is its entry in the path's COMMANDS (engine/commands.py):
+    # a switch on the spec's type would be a twelfth place a new command or field must be added.
+    sites = [
+        f"{path.relative_to(REPO)}:{number}"
+        for package in ("engine", "cli")
+        for path in package_files(package)
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if "isinstance(spec" in line or "isinstance(job.spec" in line or "isinstance(self.spec" in line
+    ]
+    assert sites == []
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(REPO).with_suffix("").parts
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(("cdc", *parts))
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """Module → the cdc modules it imports, at module level or inside functions."""
+    files = {_module_name(p): p for package in PACKAGES for p in package_files(package)}
+    graph: dict[str, set[str]] = {name: set() for name in files}
+    for name, path in files.items():
+        package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+        for node in ast.walk(ast.parse(path.read_text())):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join([*up, base] if base else up)
+                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in files else base for a in node.names]
+            graph[name].update(t for t in targets if t in files and t != name)
+    return graph
+
+
+def test_no_import_circles() -> None:
+    graph = _import_graph()
+    assert len(graph) > 50  # the walk found the package
+    circles: list[list[str]] = []
+    state: dict[str, int] = {}  # 1: on the path being walked, 2: done
+
+    def walk(name: str, trail: list[str]) -> None:
+        state[name] = 1
+        for target in sorted(graph[name]):
+            if state.get(target) == 1:
+                circles.append([*trail[trail.index(target) :], target])
+            elif target not in state:
+                walk(target, [*trail, target])
+        state[name] = 2
+
+    for name in sorted(graph):
+        if name not in state:
+            walk(name, [name])
+    assert circles == []

@@ -43,7 +43,6 @@ from cdc.core.model import Change, Row
 
 DDL_TYPES = frozenset(["CREATE", "ALTER", "ERASE", "QUERY", "RENAME", "CINDEX", "DINDEX"])
 MARKER_TYPES = frozenset(["GTID", "XACOMMIT", "XAROLLBACK", "MHEARTBEAT"])
-ROW_TYPES = ("INSERT", "UPDATE", "DELETE")
 
 
 def _bool(text: str) -> bool:

@@ -18,6 +18,7 @@ from cdc.core.kinds import KIND_BY_TEXT
 from cdc.core.rowstore import missing_key
 from cdc.core.specs import FromChangelogSpec, ToChangelogSpec
 from cdc.core.stats import Counts
+from cdc.engine.commands import Command, implements, lookup
 from cdc.engine.job import Job, Result
 from cdc.engine.session import Session, result_skips
 from cdc.formats.jsonl import dumps
@@ -26,15 +27,11 @@ from cdc.formats.streams import STDIO
 TABULAR = ("parquet", "csv", "tsv")
 
 
-def accepts(job: Job) -> bool:
-    """Parquet/CSV files in, Parquet/CSV out, every column kept: a mapping over whole columns."""
+def can_run(job: Job) -> bool:
+    """Parquet/CSV files in (not stdin), Parquet/CSV out: a mapping over whole columns."""
     return (
-        isinstance(job.spec, FromChangelogSpec | ToChangelogSpec)
-        and job.spec.stateless
-        and job.writes_bytes
-        and job.rows is None
-        and job.out_format in TABULAR
-        and not job.columns
+        job.out_format in TABULAR
+        and bool(job.formats)
         and all(f in TABULAR for f in job.formats)
         and STDIO not in job.inputs
     )
@@ -44,9 +41,9 @@ def run(job: Job, current: Session) -> Result:
     from cdc.formats.registry import open_reader
 
     result = Result(path="arrow")
-    convert = (from_changelog_batches if isinstance(job.spec, FromChangelogSpec) else to_changelog_batches)(
-        job.spec, result.counts
-    )
+    command = lookup(COMMANDS, job.spec)
+    assert command is not None
+    convert = command.do(job.spec, result.counts)
     writer = BatchWriter(current.open_output().stream, job.out_format)
     empty_schema = declared = None
     for path, fmt in zip(job.inputs, job.formats, strict=True):
@@ -313,3 +310,10 @@ class BatchWriter:
         if self._writer is not None:
             self._writer.close()
         self._stream.flush()
+
+
+# Every column kept, one row at a time (no commit pairing: a change feed goes the row path's way).
+COMMANDS: dict[type, Command] = {
+    FromChangelogSpec: implements(from_changelog_batches, "op_column", "mapping", "kind_column", "keys", "drop"),
+    ToChangelogSpec: implements(to_changelog_batches, "mapping", "op_column", "kind_column", "drop"),
+}

@@ -25,14 +25,17 @@ import io
 from collections import deque
 from typing import Any
 
+from cdc.core.convert import FromChangelogRow, ToChangelogRow
 from cdc.core.errors import CdcError, InputError, Location
-from cdc.core.specs import FromChangelogSpec, ToChangelogSpec
+from cdc.core.specs import CHANGELOG, FromChangelogSpec, ToChangelogSpec
 from cdc.core.stats import Counts
+from cdc.engine.commands import Command, implements, lookup
 from cdc.engine.empty import empty_result, examples_for
+from cdc.engine.handover import again_on_rows, restartable
 from cdc.engine.inputs import line_chunks
 from cdc.engine.job import Job, Result
-from cdc.engine.session import Rejects, Session, result_skips
-from cdc.formats.streams import STDIO, Output
+from cdc.engine.paths.arrow import from_changelog_batches, to_changelog_batches
+from cdc.engine.session import Session, result_skips
 
 # Literals whose value the JSON reader and the row path's parser read differently: 17 digits or
 # more (an exact decimal, or an integer past 64 bits, to the row path) and -0 (a double there).
@@ -76,19 +79,29 @@ def _cut(data: bytes, count: int) -> int:
     return at
 
 
-def accepts(job: Job) -> bool:
-    """from-changelog / to-changelog of JSON lines into Parquet, every column kept."""
-    spec = job.spec
-    if not isinstance(spec, FromChangelogSpec | ToChangelogSpec) or not spec.stateless:
-        return False
-    return (
-        job.writes_bytes
-        and job.rows is None
-        and job.out_format == "parquet"
-        and not job.columns
-        and bool(job.formats)
-        and all(f == "jsonl" for f in job.formats)
-    )
+def can_run(job: Job) -> bool:
+    """JSON lines in, Parquet out."""
+    return job.out_format == "parquet" and bool(job.formats) and all(f == "jsonl" for f in job.formats)
+
+
+def _text_column(spec: Any) -> str:
+    """The column of text the conversion reads (the op codes, or the kinds)."""
+    return str(spec.op_column if spec.reads != CHANGELOG else spec.kind_column)
+
+
+# from-changelog / to-changelog, every column kept: (the row step, the batch converter).
+COMMANDS: dict[type, Command] = {
+    FromChangelogSpec: implements(
+        (FromChangelogRow, from_changelog_batches), "op_column", "mapping", "kind_column", "keys", "drop"
+    ),
+    ToChangelogSpec: implements((ToChangelogRow, to_changelog_batches), "mapping", "op_column", "kind_column", "drop"),
+}
+
+
+def _conversions(spec: Any) -> Any:
+    command = lookup(COMMANDS, spec)
+    assert command is not None
+    return command.do
 
 
 class WriterFailed(Exception):
@@ -143,10 +156,8 @@ class Blocks:
         from cdc.formats.jsonl import bad_line_error, loads_for, not_an_object_message
 
         if self._row_step is None:
-            from cdc.core.convert import FromChangelogRow, ToChangelogRow
-
-            make = FromChangelogRow if isinstance(self.spec, FromChangelogSpec) else ToChangelogRow
-            self._row_step = make(self.spec, self.result.counts)  # type: ignore[arg-type]
+            make = _conversions(self.spec)[0]
+            self._row_step = make(self.spec, self.result.counts)
         step, reject = self._row_step, self.current.reject
         loads = loads_for(data)
         lines = data.split(b"\n")
@@ -213,11 +224,8 @@ class Blocks:
 
     def _convert(self, table: Any) -> tuple[Any, Counts] | None:
         """The block's changelog conversion, with its counts (None: a bad record in it)."""
-        from cdc.engine.paths.arrow import from_changelog_batches, to_changelog_batches
-
         counts = Counts()
-        make = from_changelog_batches if isinstance(self.spec, FromChangelogSpec) else to_changelog_batches
-        convert = make(self.spec, counts)  # type: ignore[arg-type]
+        convert = _conversions(self.spec)[1](self.spec, counts)
 
         def irregular(err: InputError, raw: str) -> None:
             raise Irregular
@@ -347,7 +355,7 @@ class Blocks:
         if not isinstance(first, dict):
             return None
         spec = self.spec
-        text = spec.op_column if isinstance(spec, FromChangelogSpec) else spec.kind_column
+        text = _text_column(spec)
         types = {f.name: f.type for f in output}
         fields = []
         for name in first:
@@ -385,9 +393,9 @@ def run(job: Job, current: Session) -> Result:
     try:
         return _run(job, current, result)
     except WriterFailed as failed:
-        if not _restartable(job, current):
+        if not restartable(job, current):
             raise failed.error from None
-        return _again_on_rows(job, current)
+        return again_on_rows(job, current, f"the Parquet writer refused a row ({failed.error.message})")
 
 
 def _run(job: Job, current: Session, result: Result) -> Result:
@@ -414,26 +422,3 @@ def _run(job: Job, current: Session, result: Result) -> Result:
     result.counts.written = sum(result.counts.by_kind.values())
     result_skips(current, result)
     return result
-
-
-def _restartable(job: Job, current: Session) -> bool:
-    """Whether the run can begin again: its inputs can be read twice (not stdin, which the first
-    run used up) and its output and rejects are files not yet committed (not stdout, a FIFO or a
-    device, where what went out stays out)."""
-    output, rejects = current.output, current.rejects
-    rereadable = job.rows is None and STDIO not in job.inputs
-    return rereadable and (output is None or output.atomic) and (rejects is None or rejects.atomic)
-
-
-def _again_on_rows(job: Job, current: Session) -> Result:
-    """The whole run again on the row path, from fresh outputs, for its error's words."""
-    from cdc.engine.paths import rows
-
-    if current.output is not None:
-        current.output.abort()
-        current.output = Output(job.output)
-    if current.rejects is not None:
-        current.rejects.abort()
-        current.rejects = Rejects(job.rejects)
-        current.reject = current.rejects.add
-    return rows.run(job, current)

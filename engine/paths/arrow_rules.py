@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from cdc.core.kinds import KIND_BY_TEXT
-from cdc.core.specs import CHANGELOG, AggregateSpec, EncodeSpec, InspectSpec, MaterializeSpec, ReplaySpec
+from cdc.core.specs import CHANGELOG, MaterializeSpec
 from cdc.core.state import Findings, KeyedState, MultisetState
 from cdc.engine.empty import Empty, empty_result
 from cdc.engine.job import Result
@@ -32,34 +32,7 @@ STATE_KIND, STATE_SEQ, STATE_COUNT = "__cdc_kind", "__cdc_seq", "__cdc_count"  #
 
 OUTPUT_SLICE = 1 << 16  # output rows taken from the state at a time
 GROUP_BY_ROWS = 50_000  # grouping by several columns: from this many rows on, by a hash aggregation
-Rules = Any  # a class below: rules_for(spec)(spec, schema, result)
-
-
-def rules_for(spec: Any) -> Rules | None:
-    """The rules class of a spec, or None when the Arrow path does not vectorize its options."""
-    if isinstance(spec, MaterializeSpec):
-        if spec.as_of is not None:
-            from cdc.engine.paths.arrow_versioned import AsOf
-
-            return AsOf
-        return KeyedMaterialize if spec.key else MultisetMaterialize
-    if isinstance(spec, AggregateSpec):
-        from cdc.engine.paths.arrow_aggregate import Aggregate
-
-        return Aggregate
-    if isinstance(spec, EncodeSpec):
-        from cdc.engine.paths.arrow_encode import Encode
-
-        return Encode
-    if isinstance(spec, InspectSpec):
-        from cdc.engine.paths.arrow_inspect import Inspect
-
-        return Inspect
-    if isinstance(spec, ReplaySpec):
-        from cdc.engine.paths.arrow_replay import Replay
-
-        return Replay
-    return None
+Rules = Any  # a class below: arrow_state.rules_for(spec)(spec, schema, result)
 
 
 # -- helpers ------------------------------------------------------------------------------------

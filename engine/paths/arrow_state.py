@@ -27,31 +27,115 @@ from typing import Any
 
 from cdc.core.errors import CdcError, InputError, Location
 from cdc.core.model import Row
+from cdc.core.specs import AggregateSpec, EncodeSpec, InspectSpec, MaterializeSpec, ReplaySpec
+from cdc.engine.commands import SESSION, Command, implements, lookup
 from cdc.engine.empty import Empty, Examples, examples_for
+from cdc.engine.handover import hand_over
 from cdc.engine.job import Job, Result
 from cdc.engine.session import Session, result_skips
 from cdc.formats.parquet.io import VECTOR_BATCH_ROWS
 from cdc.formats.streams import STDIO
 
 TABULAR = ("parquet", "csv", "tsv")
-HANDED_OVER = "arrow-state+rows"  # Result.path of a run the row path finished
 CHUNK_ROWS = 1 << 20  # changes applied at once: bigger chunks merge state less often, use more memory
 
 
-def accepts(job: Job) -> bool:
-    """A stateful command whose options ``arrow_rules`` vectorizes, over Parquet/CSV files of one
-    schema, whose columns it can compare (no nested values in keys or compared rows)."""
-    if job.rows is not None or job.columns or not job.formats or STDIO in job.inputs:
-        return False
-    if not all(f in TABULAR for f in job.formats):
-        return False
+def can_run(job: Job) -> bool:
+    """Parquet/CSV files in (not stdin)."""
+    return bool(job.formats) and all(f in TABULAR for f in job.formats) and STDIO not in job.inputs
+
+
+def _materialize(spec: MaterializeSpec) -> Any:
     from cdc.engine.paths import arrow_rules
 
-    rules = arrow_rules.rules_for(job.spec)
+    if spec.as_of is not None:
+        from cdc.engine.paths.arrow_versioned import AsOf
+
+        return AsOf
+    return arrow_rules.KeyedMaterialize if spec.key else arrow_rules.MultisetMaterialize
+
+
+def _aggregate(spec: AggregateSpec) -> Any:
+    from cdc.engine.paths.arrow_aggregate import Aggregate
+
+    return Aggregate
+
+
+def _encode(spec: EncodeSpec) -> Any:
+    from cdc.engine.paths.arrow_encode import Encode
+
+    return Encode
+
+
+def _inspect(spec: InspectSpec) -> Any:
+    from cdc.engine.paths.arrow_inspect import Inspect
+
+    return Inspect
+
+
+def _replay(spec: ReplaySpec) -> Any:
+    from cdc.engine.paths.arrow_replay import Replay
+
+    return Replay
+
+
+def rules_for(spec: Any) -> Any:
+    """The rules class of a spec's command (``arrow_rules`` and the modules built on it)."""
+    command = lookup(COMMANDS, spec)
+    return None if command is None else command.do(spec)
+
+
+def _schema_fits(job: Job) -> bool:
+    """The rules take the input's one schema: columns they can compare (no nested values in
+    keys or compared rows), and what else they need of the job (``takes_job``)."""
+    rules = rules_for(job.spec)
     if rules is None or not getattr(rules, "takes_job", lambda job: True)(job):
         return False
     schema = input_schema(job)
-    return schema is not None and rules.takes(job.spec, schema)
+    return schema is not None and bool(rules.takes(job.spec, schema))
+
+
+ROWS_OUT = SESSION | {"sink"}  # output rows through ``Sink``: a caller's sink too
+COMMANDS: dict[type, Command] = {
+    MaterializeSpec: implements(
+        _materialize,
+        "kind_column",
+        "key",
+        "policy",
+        "dedup",
+        "as_of",
+        "time_column",
+        "sort",
+        "commit_columns",
+        job=ROWS_OUT,
+        can_run=_schema_fits,
+    ),
+    InspectSpec: implements(
+        _inspect, "kind_column", "key", "time_column", "commit_columns", job=ROWS_OUT, can_run=_schema_fits
+    ),
+    ReplaySpec: implements(
+        _replay,
+        "key",
+        "emit",
+        "keep_noop",
+        "order_by",
+        "time_column",
+        "since",
+        "until",
+        "net",
+        "input_mode",
+        "delete_when",
+        "kind_column",
+        job=ROWS_OUT,
+        can_run=_schema_fits,
+    ),
+    EncodeSpec: implements(
+        _encode, "kind_column", "split_updates", "time_column", "source", "key", can_run=_schema_fits
+    ),
+    AggregateSpec: implements(
+        _aggregate, "query", "input_mode", "kind_column", "policy", job=ROWS_OUT, can_run=_schema_fits
+    ),
+}
 
 
 def input_schema(job: Job) -> Any:
@@ -239,12 +323,11 @@ def _raw_delimited(delimiter: str) -> Callable[[Row], str]:
 
 
 def run(job: Job, current: Session) -> Result:
-    from cdc.engine.paths import arrow_rules
     from cdc.formats.registry import open_reader
 
     result = Result(path="arrow-state")
     schema = input_schema(job)
-    rules = arrow_rules.rules_for(job.spec)
+    rules = rules_for(job.spec)
     assert rules is not None and schema is not None
     state = rules(job.spec, schema, result)
     info = ReaderInfo()
@@ -256,12 +339,12 @@ def run(job: Job, current: Session) -> Result:
     pending_rows = 0
     offset = 0  # changes before the first pending one
 
-    def hand_over() -> Exact:
+    def take_over(reason: str) -> Exact:
         from cdc.engine.paths.rows import steps_for
 
+        hand_over(current, reason)
         holder = Exact(current, sink)
         holder.steps = state.hand_over(steps_for, holder.where)
-        result.path = HANDED_OVER
         return holder
 
     def flush() -> None:
@@ -280,7 +363,7 @@ def run(job: Job, current: Session) -> Result:
             if state.apply(table, offset, sink):
                 offset += rows
                 return
-            exact = hand_over()
+            exact = take_over("a chunk of changes the vectorized rules do not apply (a finding)")
         for batch, where, fmt in batches:
             exact.batch(batch, where, fmt)
         offset += rows
@@ -309,11 +392,12 @@ def run(job: Job, current: Session) -> Result:
                     exact.batch(batch, where, fmt)
                     continue
                 if not state.regular(batch):  # a bad record in it: the row path takes it from here
+                    bad = "a batch with a bad record (the row path says what is wrong with it)"
                     if whole:  # ... from the first change
-                        exact = hand_over()
+                        exact = take_over(bad)
                     flush()
                     if exact is None:
-                        exact = hand_over()
+                        exact = take_over(bad)
                     exact.batch(batch, where, fmt)
                     continue
                 pending.append((batch, where, fmt))

@@ -9,7 +9,6 @@ so the answer is the row path's by construction.
 
 from __future__ import annotations
 
-import datetime as dt
 from decimal import ROUND_FLOOR, Decimal
 from typing import Any
 
@@ -139,7 +138,3 @@ def first_extremes(column: Any) -> tuple[Any, Any] | None:
         if key > high_key:
             high, high_key = v, key
     return low, high
-
-
-def is_moment(value: Any) -> bool:
-    return isinstance(value, dt.datetime | dt.date | dt.time)

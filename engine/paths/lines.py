@@ -4,8 +4,8 @@ Stateless conversions (from-changelog, to-changelog, decode without a key) are a
 one input line, so the input is cut into ~1 MB chunks at line ends; two forked workers
 (``workers``) convert chunks while the main process writes results in input order. Small inputs
 are converted in-process with the same chunk loop. Each line is parsed and converted the general
-way (the row path's own steps); where the C kernel is built and takes the spec
-(``native.kernel.accepts``), it converts the lines it is sure of as bytes first.
+way (the row path's own steps); where the C kernel is built and implements the spec's options
+(``native.kernel.COMMANDS``), it converts the lines it is sure of as bytes first.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from cdc.core.model import Reject, Row
 from cdc.core.specs import DecodeSpec, FromChangelogSpec, ToChangelogSpec
 from cdc.core.stats import Counts
 from cdc.engine import workers
+from cdc.engine.commands import Command, implements, lookup
 from cdc.engine.job import Job, Result
 from cdc.engine.paths.native.kernel import count_lines
 from cdc.engine.session import Session, result_skips
@@ -68,18 +69,32 @@ class Converter:
     kernel: Kernel | None = None  # the C kernel: (chunk, start) → (output, position, lines)
 
 
-def accepts(job: Job) -> bool:
-    """JSON lines in and out, a conversion of one line at a time, every column kept."""
+def can_run(job: Job) -> bool:
+    """JSON lines out, as bytes (no caller's sink: the job would declare one)."""
+    return job.out_format == JSON_LINES
+
+
+def can_run_with_kernel(job: Job) -> bool:
+    """The kernel built, and the lines path's conditions on the job (the kernel runs inside it)."""
+    from cdc.engine.paths.native.kernel import available
+
+    command = lookup(COMMANDS, job.spec)
+    return available() and can_run(job) and command is not None and command.can_run(job)
+
+
+def _json_lines_in(job: Job) -> bool:
+    return bool(job.formats) and all(f == JSON_LINES for f in job.formats)
+
+
+def _one_format_in(job: Job) -> bool:
+    """Changelog rows, or envelopes decoded on the way in (one kind of input)."""
+    return len(set(job.formats)) == 1 and (job.formats[0] == JSON_LINES or _stateless_envelope(job))
+
+
+def _decided_stateless(job: Job) -> bool:
+    """Its envelope decided (resolve), and no state across events."""
     spec = job.spec
-    if not (job.writes_bytes and job.out_format == "jsonl" and not job.columns and job.rows is None):
-        return False
-    if isinstance(spec, FromChangelogSpec):
-        return spec.stateless and all(f == JSON_LINES for f in job.formats)
-    if isinstance(spec, ToChangelogSpec):  # changelog rows, or envelopes decoded on the way in
-        return len(set(job.formats)) == 1 and (job.formats[0] == JSON_LINES or _stateless_envelope(job))
-    if isinstance(spec, DecodeSpec):  # its envelope decided (resolve), and no state across events
-        return spec.stateless and spec.envelope != "auto"
-    return False
+    return bool(spec.stateless and spec.envelope != "auto")
 
 
 def _stateless_envelope(job: Job) -> bool:
@@ -88,21 +103,20 @@ def _stateless_envelope(job: Job) -> bool:
     return job.formats[0] in ENVELOPES
 
 
-def converter_for(job: Job, counts: Counts, with_kernel: bool) -> Converter:
-    """One line's conversion, the general way (the row path's own steps), and the kernel's."""
-    from cdc.core.convert import FromChangelogRow, ToChangelogRow
+def _from_changelog(job: Job, counts: Counts, with_kernel: bool) -> Converter:
+    from cdc.core.convert import FromChangelogRow
+    from cdc.engine.paths.native import kernel as native
+
+    kernel = native.kernel_for(job.spec, counts) if with_kernel else None
+    return Converter(FromChangelogRow(job.spec, counts), counts, kernel=kernel)
+
+
+def _to_changelog(job: Job, counts: Counts, with_kernel: bool) -> Converter:
+    from cdc.core.convert import ToChangelogRow
     from cdc.engine.paths.native import kernel as native
     from cdc.formats.envelopes import ENVELOPES, decoder_for
 
     spec = job.spec
-    if isinstance(spec, DecodeSpec):
-        decoder = decoder_for(spec, counts)
-        kernel = native.kernel_for(spec, counts, decoder) if with_kernel else None
-        return Converter(decoder.fast_decode(), counts, tombstones=True, kernel=kernel)
-    kernel = native.kernel_for(spec, counts) if with_kernel else None
-    if isinstance(spec, FromChangelogSpec):
-        return Converter(FromChangelogRow(spec, counts), counts, kernel=kernel)
-    assert isinstance(spec, ToChangelogSpec)
     convert = ToChangelogRow(spec, counts)
     if job.formats[0] in ENVELOPES:  # e.g. -i debezium: decoded, then converted
         decode = decoder_for(DecodeSpec(envelope=job.formats[0], kind_column=spec.kind_column), Counts()).decode
@@ -111,10 +125,55 @@ def converter_for(job: Job, counts: Counts, with_kernel: bool) -> Converter:
             return [out for row in decode(event, raw) for out in convert(row)]
 
         return Converter(decoded, counts, tombstones=True)
+    kernel = native.kernel_for(spec, counts) if with_kernel else None
     return Converter(convert, counts, kernel=kernel)
 
 
-def run(job: Job, current: Session, with_kernel: bool) -> Result:
+def _decode(job: Job, counts: Counts, with_kernel: bool) -> Converter:
+    from cdc.engine.paths.native import kernel as native
+    from cdc.formats.envelopes import decoder_for
+
+    decoder = decoder_for(job.spec, counts)
+    kernel = native.kernel_for(job.spec, counts, decoder) if with_kernel else None
+    return Converter(decoder.fast_decode(), counts, tombstones=True, kernel=kernel)
+
+
+# A conversion of one line at a time, every column kept; JSON lines out (``can_run``).
+FROM_CHANGELOG = ("op_column", "mapping", "kind_column", "keys", "drop")
+TO_CHANGELOG = ("mapping", "op_column", "kind_column", "drop")
+DECODE = (
+    "envelope",
+    "kind_column",
+    "schema_include",
+    "raw_values",
+    "metadata",
+    "on_truncate",
+    "database_include",
+    "table_include",
+    "bootstrap",
+    "policy",  # the decoder's own (Debezium findings)
+    "unavailable_placeholder",
+)
+COMMANDS: dict[type, Command] = {
+    FromChangelogSpec: implements(_from_changelog, *FROM_CHANGELOG, can_run=_json_lines_in),
+    ToChangelogSpec: implements(_to_changelog, *TO_CHANGELOG, can_run=_one_format_in),
+    DecodeSpec: implements(_decode, *DECODE, can_run=_decided_stateless),
+}
+
+
+def converter_for(job: Job, counts: Counts, with_kernel: bool) -> Converter:
+    """One line's conversion, the general way (the row path's own steps), and the kernel's."""
+    command = lookup(COMMANDS, job.spec)
+    assert command is not None, type(job.spec).__name__
+    converter: Converter = command.do(job, counts, with_kernel)
+    return converter
+
+
+def run_with_kernel(job: Job, current: Session) -> Result:
+    return run(job, current, with_kernel=True)
+
+
+def run(job: Job, current: Session, with_kernel: bool = False) -> Result:
     """Every input's lines converted in order and written to the output."""
     result = Result(path="kernel-lines" if with_kernel else "lines")
     out = current.open_output()

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from itertools import chain
 from typing import Any
 
-from cdc.core.convert import FromChangelogRow, ToChangelogRow, split_change
+from cdc.core.convert import FromChangelogRow, ToChangelogRow, kind_collision, split_change
 from cdc.core.errors import CdcError, InputError, Location
 from cdc.core.model import OnError, Row
 from cdc.core.profile import Profile
@@ -30,6 +30,7 @@ from cdc.core.specs import (
 )
 from cdc.core.state import Where
 from cdc.core.stats import Counts
+from cdc.engine.commands import EVERY, Command, lookup
 from cdc.engine.empty import SHAPED, Empty, Examples, empty_result, examples_for
 from cdc.engine.inputs import open_rows
 from cdc.engine.job import Job, Result
@@ -49,39 +50,41 @@ class Steps:
     empty: Callable[[Sequence[str] | None], Empty | None] | None = None
     # What keeps the first input rows for it (``transformed`` hands them over).
     examples: Examples | None = None
-
-
-def accepts(job: Job) -> bool:
-    return True
+    writes: bool = True  # False: a report, no output rows (inspect)
 
 
 def steps_for(spec: Any, result: Result, where: Where) -> Steps:
     """The row transform of a spec; ``result`` gets the counts and the command's account."""
-    counts = result.counts
-    if isinstance(spec, FromChangelogSpec):
-        from_row = FromChangelogRow(spec, counts)
-        steps = _paired(spec, from_row, counts) if spec.commit_columns else Steps(from_row)
-        return _shaped(steps, spec)
-    if isinstance(spec, ToChangelogSpec):
-        return _shaped(Steps(ToChangelogRow(spec, counts)), spec)
-    if isinstance(spec, CopySpec):
-        return Steps(None, columns=list)
-    if isinstance(spec, DecodeSpec):
-        return Steps(None)  # the reader decodes events
-    if isinstance(spec, EncodeSpec):
-        from cdc.formats.debezium import DebeziumEncoder
+    command = lookup(COMMANDS, spec)
+    if command is None:
+        raise TypeError(f"no row transform for {type(spec).__name__}")
+    steps: Steps = command.do(spec, result, where)
+    return steps
 
-        encoder = DebeziumEncoder(spec, counts)
-        return Steps(encoder.step, encoder.finish)
-    if isinstance(spec, MaterializeSpec):
-        return _materialize(spec, result, where)
-    if isinstance(spec, InspectSpec):
-        return _inspect(spec, result, where)
-    if isinstance(spec, ReplaySpec):
-        return _replay(spec, result)
-    if isinstance(spec, AggregateSpec):
-        return _aggregate(spec, result, where)
-    raise TypeError(f"no row transform for {type(spec).__name__}")
+
+def _from_changelog(spec: FromChangelogSpec, result: Result, where: Where) -> Steps:
+    from_row = FromChangelogRow(spec, result.counts)
+    steps = _paired(spec, from_row, result.counts) if spec.commit_columns else Steps(from_row)
+    return _shaped(steps, spec)
+
+
+def _to_changelog(spec: ToChangelogSpec, result: Result, where: Where) -> Steps:
+    return _shaped(Steps(ToChangelogRow(spec, result.counts)), spec)
+
+
+def _copy(spec: CopySpec, result: Result, where: Where) -> Steps:
+    return Steps(None, columns=list)
+
+
+def _decode(spec: DecodeSpec, result: Result, where: Where) -> Steps:
+    return Steps(None)  # the reader decodes events
+
+
+def _encode(spec: EncodeSpec, result: Result, where: Where) -> Steps:
+    from cdc.formats.debezium import DebeziumEncoder
+
+    encoder = DebeziumEncoder(spec, result.counts)
+    return Steps(encoder.step, encoder.finish)
 
 
 def _shaped(steps: Steps, spec: Any) -> Steps:
@@ -143,10 +146,10 @@ def _inspect(spec: InspectSpec, result: Result, where: Where) -> Steps:
         add(kind, image, where)
         return ()
 
-    return Steps(step)
+    return Steps(step, writes=False)
 
 
-def _replay(spec: ReplaySpec, result: Result) -> Steps:
+def _replay(spec: ReplaySpec, result: Result, where: Where) -> Steps:
     from cdc.core.inputmodes import change_reader
 
     counts = result.detail = ReplayCounts()
@@ -158,7 +161,11 @@ def _replay(spec: ReplaySpec, result: Result) -> Steps:
         result.counts.by_kind.update(kind for kind, _ in changes)
         return [{kc: kind, **image} for kind, image in changes]
 
+    plain = spec.input_mode != "changelog"
+
     def step(row: Row) -> list[Row]:
+        if plain and kc in row:  # a data column (an audit table's op) is never the row kind
+            raise kind_collision(kc)
         kind, image = change_of(row)
         return with_kinds(replayer.step(kind, image))
 
@@ -192,6 +199,23 @@ def _aggregate(spec: AggregateSpec, result: Result, where: Where) -> Steps:
         return out
 
     return Steps(step, empty=lambda declared: empty_result(spec, None, examples), examples=examples)
+
+
+# The row path runs every command and implements every field of each: the reference.
+COMMANDS: dict[type, Command] = {
+    spec_type: Command(do, EVERY, EVERY)
+    for spec_type, do in (
+        (FromChangelogSpec, _from_changelog),
+        (ToChangelogSpec, _to_changelog),
+        (CopySpec, _copy),
+        (DecodeSpec, _decode),
+        (EncodeSpec, _encode),
+        (MaterializeSpec, _materialize),
+        (InspectSpec, _inspect),
+        (ReplaySpec, _replay),
+        (AggregateSpec, _aggregate),
+    )
+}
 
 
 def transformed(reader: RowReader, steps: Steps, current: Session) -> Iterator[Row]:
@@ -244,11 +268,14 @@ def input_of_output_row(job: Job, number: int) -> Location | None:
         return None
     again = Session(job.with_(on_error=OnError.skip, rejects=None), None)  # bad records went by the first time
     result = Result()
-    reader = open_rows(job, again.reject, None, result.counts)
+    opened: list[RowReader] = []
+    steps = steps_for(job.spec, result, lambda: opened[0].location())
+    reader = open_rows(job, again.reject, None, result.counts, _findings_of(result))
+    opened.append(reader)
     again.where = reader.location
     made = 0
     try:
-        for _ in transformed(reader, steps_for(job.spec, result, reader.location), again):
+        for _ in transformed(reader, steps, again):
             made += 1
             if made == number:
                 where = reader.location()
@@ -260,15 +287,26 @@ def input_of_output_row(job: Job, number: int) -> Location | None:
     return None
 
 
+def _findings_of(result: Result) -> Any:
+    """The command's findings (its state's), which a Debezium decoder reports into as well."""
+    detail = result.detail
+    findings = getattr(detail, "findings", None)
+    if findings is None and detail is not None and hasattr(detail, "state"):
+        findings = getattr(detail.state, "findings", None)
+    return findings
+
+
 def run(job: Job, current: Session) -> Result:
     result = Result(path="rows")
-    reader = open_rows(job, current.reject, current.on_bytes, result.counts)
+    opened: list[RowReader] = []
+    steps = steps_for(job.spec, result, lambda: opened[0].location())
+    reader = open_rows(job, current.reject, current.on_bytes, result.counts, _findings_of(result))
+    opened.append(reader)
     current.where = reader.location
-    steps = steps_for(job.spec, result, reader.location)
     if job.out_format not in SHAPED:
         steps.examples = None  # its output shows no columns without rows
     rows = transformed(reader, steps, current)
-    if isinstance(job.spec, InspectSpec):
+    if not steps.writes:
         for _ in rows:
             pass
     else:

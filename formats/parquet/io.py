@@ -8,6 +8,7 @@ from typing import Any, BinaryIO
 
 from cdc.core.errors import InputError, Location
 from cdc.core.model import Reject, Row
+from cdc.core.values import DbText
 from cdc.formats.base import RowReader
 from cdc.formats.schema import ColumnSet
 
@@ -57,40 +58,6 @@ def read_schema(path: str) -> Any:
         return file.schema_arrow
     finally:
         file.close()
-
-
-def parquet_writer(sink: Any, schema: Any, dictionary: Any = True) -> Any:
-    """``pyarrow.parquet.ParquetWriter(sink, schema, use_dictionary=dictionary)`` on a stream,
-    with the same options (its defaults), made through ``pyarrow._parquet``: the same bytes."""
-    from pyarrow._parquet import ParquetWriter as Writer
-
-    return Writer(
-        sink,
-        schema,
-        version="2.6",
-        compression="snappy",
-        use_dictionary=dictionary,
-        write_statistics=True,
-        use_deprecated_int96_timestamps=False,
-        compression_level=None,
-        use_byte_stream_split=False,
-        column_encoding=None,
-        writer_engine_version="V2",
-        data_page_version="1.0",
-        use_compliant_nested_type=True,
-        encryption_properties=None,
-        write_batch_size=None,
-        dictionary_pagesize_limit=None,
-        store_schema=True,
-        write_page_index=False,
-        write_page_checksum=False,
-        sorting_columns=None,
-        store_decimal_as_integer=False,
-        write_time_adjusted_to_utc=False,
-        max_rows_per_page=None,
-        bloom_filter_options=None,
-        use_content_defined_chunking=False,
-    )
 
 
 class ParquetReader(RowReader):
@@ -217,6 +184,8 @@ class ParquetWriter:
         arrays = []
         for field in self._schema:
             values = [r.get(field.name) for r in rows]
+            if pa.types.is_string(field.type) and any(type(v) is DbText for v in values):
+                raise self._misfit(field.name, field.type, values)  # a date/time as text: not silently
             try:
                 arrays.append(_array(values, field.type))
             except (pa.ArrowException, TypeError, ValueError, OverflowError):
@@ -276,6 +245,16 @@ class ParquetWriter:
                 f"than {MAX_DIGITS} digits",
                 where=where,
                 hint="write JSON lines (-f jsonl), which keep it exactly",
+            )
+        special = next((v for v in values if type(v) is DbText), None)
+        if special is not None:
+            at = values.index(special)
+            return InputError(
+                f"column {name!r} holds {str(special)!r} ({special.what}), which no Parquet date, time or "
+                "timestamp column holds",
+                where=Location("<output>", row=self._written + at + 1),
+                hint="write JSON lines (-f jsonl) or CSV, which keep it as the database shows it; "
+                "or decode with --raw-values to keep Debezium's numbers",
             )
         what = f"{_kind(value)} {_clip(value)}" if values else "a value"
         if fixed is None:

@@ -32,8 +32,6 @@ def _encoded(schema: Any, batch: Any | None, dictionary: Any = True) -> memoryvi
     """A Parquet file holding ``batch`` as its one row group (no row group for None)."""
     import pyarrow as pa
 
-    from cdc.formats.parquet.io import parquet_writer
-
     sink = pa.BufferOutputStream()
     # pyarrow's defaults, but never a page index: it sits after the row groups with offsets of
     # its own, which _moved cannot move.
@@ -44,6 +42,40 @@ def _encoded(schema: Any, batch: Any | None, dictionary: Any = True) -> memoryvi
     finally:  # a refused batch still lets go of the writer's buffers
         writer.close()
     return memoryview(sink.getvalue())
+
+
+def parquet_writer(sink: Any, schema: Any, dictionary: Any = True) -> Any:
+    """``pyarrow.parquet.ParquetWriter(sink, schema, use_dictionary=dictionary)`` on a stream,
+    with the same options (its defaults), made through ``pyarrow._parquet``: the same bytes."""
+    from pyarrow._parquet import ParquetWriter as Writer
+
+    return Writer(
+        sink,
+        schema,
+        version="2.6",
+        compression="snappy",
+        use_dictionary=dictionary,
+        write_statistics=True,
+        use_deprecated_int96_timestamps=False,
+        compression_level=None,
+        use_byte_stream_split=False,
+        column_encoding=None,
+        writer_engine_version="V2",
+        data_page_version="1.0",
+        use_compliant_nested_type=True,
+        encryption_properties=None,
+        write_batch_size=None,
+        dictionary_pagesize_limit=None,
+        store_schema=True,
+        write_page_index=False,
+        write_page_checksum=False,
+        sorting_columns=None,
+        store_decimal_as_integer=False,
+        write_time_adjusted_to_utc=False,
+        max_rows_per_page=None,
+        bloom_filter_options=None,
+        use_content_defined_chunking=False,
+    )
 
 
 DICTIONARY_SHARE = 0.5  # a column is dictionary-encoded when at most this share of its values differ

@@ -23,8 +23,8 @@ from cdc.core.model import Row
 from cdc.core.specs import AggregateSpec
 from cdc.core.state import Findings, Policy
 from cdc.engine.job import Job, Result
+from cdc.engine.paths.native.base import H_ABSENT, Chunk, Engine, _row, _spellings
 from cdc.engine.paths.native.kernel import KINDS, _kernel
-from cdc.engine.paths.native.state import H_ABSENT, Chunk, Engine, _row, _spellings
 from cdc.engine.session import Session
 from cdc.formats.jsonl import loads
 

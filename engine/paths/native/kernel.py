@@ -16,6 +16,7 @@ import orjson
 from cdc.core.kinds import KIND_BY_TEXT, RowKind
 from cdc.core.specs import DecodeSpec, FromChangelogSpec, ToChangelogSpec
 from cdc.core.stats import Counts
+from cdc.engine.commands import Command, implements, lookup, set_fields
 
 _kernel: Any
 try:
@@ -36,39 +37,43 @@ def available() -> bool:
     return _kernel is not None
 
 
-def accepts(spec: Any) -> bool:
-    """The specs the kernel converts (lines it is not sure of still go the general way)."""
-    if _kernel is None:
-        return False
-    if isinstance(spec, FromChangelogSpec):
-        return not spec.keys  # key columns move first: the general way
-    if isinstance(spec, ToChangelogSpec):
-        return True
-    if isinstance(spec, DecodeSpec):
-        if not spec.stateless or spec.metadata:
-            return False
-        if spec.envelope == "debezium":
-            return spec.schema_include != "true"
-        return spec.envelope in ENVELOPE_KERNELS and spec.database_include is None and spec.table_include is None
-    return False
-
-
 ENVELOPE_KERNELS = ("canal", "maxwell", "ogg")
 
 
-def kernel_for(spec: Any, counts: Counts, decoder: Any = None) -> _Kernel | None:
-    """The kernel of a spec it accepts; ``decoder`` (Debezium) decides which envelope schemas
-    convert no value."""
-    if not accepts(spec):
-        return None
-    if isinstance(spec, FromChangelogSpec):
-        return from_changelog_kernel(spec.op_column, spec.kind_column, spec.mapping, spec.drop, counts)
-    if isinstance(spec, ToChangelogSpec):
-        return to_changelog_kernel(spec.kind_column, spec.op_column, spec.mapping, spec.drop, counts)
+def _from_changelog(spec: FromChangelogSpec, counts: Counts, decoder: Any) -> _Kernel | None:
+    return from_changelog_kernel(spec.op_column, spec.kind_column, spec.mapping, spec.drop, counts)
+
+
+def _to_changelog(spec: ToChangelogSpec, counts: Counts, decoder: Any) -> _Kernel | None:
+    return to_changelog_kernel(spec.kind_column, spec.op_column, spec.mapping, spec.drop, counts)
+
+
+def _decode(spec: DecodeSpec, counts: Counts, decoder: Any) -> _Kernel | None:
+    """``decoder`` (Debezium) decides which envelope schemas convert no value."""
     if spec.envelope in ENVELOPE_KERNELS:
         return envelope_kernel(spec, counts, decoder)
     envelopes = spec.schema_include == "auto"
     return debezium_kernel(spec.kind_column, counts, envelopes, decoder.plain_schema if decoder else None)
+
+
+def _decodes(job: Any) -> bool:
+    """The envelopes the kernel reads (Debezium: not with a schema in every event)."""
+    spec: DecodeSpec = job.spec
+    if spec.envelope == "debezium":
+        return bool(spec.schema_include != "true")
+    return spec.envelope in ENVELOPE_KERNELS
+
+
+def kernel_for(spec: Any, counts: Counts, decoder: Any = None) -> _Kernel | None:
+    """The kernel of a spec whose options it implements (else None: the general way);
+    ``decoder`` (Debezium) decides which envelope schemas convert no value."""
+    if _kernel is None:
+        return None
+    command = lookup(COMMANDS, spec)
+    if command is None or any(name not in command.fields for name in set_fields(spec)):
+        return None
+    kernel: _Kernel | None = command.do(spec, counts, decoder)
+    return kernel
 
 
 class _Kernel:
@@ -112,13 +117,29 @@ class _DebeziumKernel(_Kernel):
         self.plain_schema = plain_schema
         self.stopped_at: bytes | None = None  # the converting schema of the line the kernel stopped at
         self._run_prefix: bytes | None = None  # of the last declined run, when it is one of envelopes
+        self._scanned: tuple[bytes, int] | None = None  # (chunk, where its next placeholder form is)
         super().__init__(_kernel.debezium, (*args, self.plain), counts)
 
     def __call__(self, chunk: bytes, start: int) -> tuple[bytes, int, int]:
+        # A line that may hold Debezium's placeholder in a form the kernel does not look for
+        # (bytea base64, an int array, hstore JSON text) goes the general way: the kernel is
+        # given the chunk up to it.
+        scanned = self._scanned
+        if scanned is None or scanned[0] is not chunk or start > scanned[1]:
+            scanned = self._scanned = (chunk, _first_marker(chunk, start))
+        marker = scanned[1]
+        cut = len(chunk) if marker == len(chunk) else chunk.rfind(b"\n", start, marker) + 1 or start
+        if cut <= start:
+            self.stopped_at = None
+            return b"", start, 0
+        whole = chunk
+        chunk = chunk[:cut] if cut < len(chunk) else chunk
         parts: list[bytes] = []
         done = 0
         while True:
             out, position, lines, kinds, dropped, schema = self.function(chunk, start, *self.args)
+            if position >= len(chunk) and chunk is not whole:
+                schema = None  # the end of the part given, not a schema's stop
             self._add(kinds, dropped)
             parts.append(out)
             done += lines
@@ -170,6 +191,30 @@ class _DebeziumKernel(_Kernel):
             return loads(line)
 
         return parse
+
+
+_PLACEHOLDER: Any = None
+
+
+def _placeholder_markers() -> tuple[bytes, ...]:
+    global _PLACEHOLDER
+    if _PLACEHOLDER is None:
+        from cdc.core.envelopes.unavailable import Placeholder
+
+        found = Placeholder()
+        integers = found.integer_marker or b""
+        _PLACEHOLDER = (*found.markers, integers, integers.replace(b",", b", ")) if integers else found.markers
+    return _PLACEHOLDER  # type: ignore[no-any-return]
+
+
+def _first_marker(chunk: bytes, start: int) -> int:
+    """Where the first byte of any placeholder form is, from ``start`` on (``len(chunk)``: none)."""
+    first = len(chunk)
+    for marker in _placeholder_markers():
+        at = chunk.find(marker, start, first)
+        if at >= 0:
+            first = at
+    return first
 
 
 def _first_member(name: str, value: str) -> bytes:
@@ -281,3 +326,23 @@ def envelope_kernel(spec: DecodeSpec, counts: Counts, decoder: Any) -> _Kernel |
     if spec.envelope == "maxwell":
         return _Kernel(_kernel.maxwell, (kind_key, firsts, spec.bootstrap == "insert"), counts)
     return _OggKernel((kind_key, firsts), counts, decoder.inner)
+
+
+# The kernel-lines path: the lines path with the kernel converting the lines it is sure of, for
+# the options the kernel implements (the others: the lines path, without it); the lines path's
+# conditions hold too (``lines.can_run_with_kernel``).
+COMMANDS: dict[type, Command] = {
+    FromChangelogSpec: implements(_from_changelog, "op_column", "mapping", "kind_column", "drop"),
+    ToChangelogSpec: implements(_to_changelog, "mapping", "op_column", "kind_column", "drop"),
+    DecodeSpec: implements(
+        _decode,
+        "envelope",
+        "kind_column",
+        "schema_include",
+        "raw_values",
+        "on_truncate",
+        "bootstrap",
+        "policy",  # a line that may make a finding (a placeholder form, no op) goes the general way
+        can_run=_decodes,
+    ),
+}

@@ -14,6 +14,7 @@ print them again was a third of the run).
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -28,28 +29,27 @@ from cdc.core.kinds import KIND_BY_TEXT
 from cdc.core.model import Reject
 from cdc.core.specs import MaterializeSpec
 from cdc.core.state import KeyedState
+from cdc.engine.commands import SESSION, Command, implements
 from cdc.engine.empty import empty_result, examples_for
+from cdc.engine.handover import hand_over
 from cdc.engine.inputs import line_chunks
 from cdc.engine.job import Job, Result
+from cdc.engine.paths import texts_parquet
 from cdc.engine.paths.native.kernel import KINDS, _kernel, available
 from cdc.engine.session import Session, result_skips
 from cdc.engine.tables import new_table_state, table_rows, write_rows, write_texts
 from cdc.formats.jsonl import bad_line_error, loads_for, not_an_object_message
 
 
-def accepts(job: Job) -> bool:
-    """materialize --key over JSON lines (no --dedup or --as-of: those keep other state)."""
-    spec = job.spec
-    return (
-        available()
-        and isinstance(spec, MaterializeSpec)
-        and bool(spec.key)
-        and not spec.dedup
-        and spec.as_of is None
-        and spec.commit_columns == ()  # none in the rows: the kernel compares rows whole
-        and job.rows is None
-        and all(f == "jsonl" for f in job.formats)
-    )
+def can_run(job: Job) -> bool:
+    """JSON lines in, the kernel built."""
+    return available() and bool(job.formats) and all(f == "jsonl" for f in job.formats)
+
+
+def _keyed(job: Job) -> bool:
+    """A key (without one: a multiset, the state kernel's); no commit columns in the rows (the
+    kernel compares rows whole)."""
+    return bool(job.spec.key) and job.spec.commit_columns == ()
 
 
 def run(job: Job, current: Session) -> Result:
@@ -57,8 +57,9 @@ def run(job: Job, current: Session) -> Result:
     spec = job.spec
     state = new_table_state(spec)
     assert isinstance(state, KeyedState)
-    as_texts = job.writes_bytes and job.out_format == "jsonl" and not (job.columns or spec.sort)
-    lines = KeyedLines(state, spec.kind_column, keep_texts=as_texts)
+    as_lines = job.writes_bytes and job.out_format == "jsonl" and not (job.columns or spec.sort)
+    as_texts = as_lines or texts_parquet.takes(job)
+    lines = KeyedLines(state, spec.kind_column, keep_texts=as_texts, told=partial(hand_over, current))
     examples = examples_for(spec, job.out_format)  # for an empty table's columns and types
     for chunk, first, name in line_chunks(job, current.on_bytes, examples=examples):
         lines.feed(chunk, name, first, current.reject)
@@ -66,10 +67,12 @@ def run(job: Job, current: Session) -> Result:
     current.where = _inputs  # an error of the output (a column CSV cannot take) names the inputs
     result = Result(path="keyed-kernel", read=lines.records, detail=state)
     texts = lines.texts()
-    if texts is not None:
+    empty = partial(empty_result, spec, None, examples, state.metadata)
+    if texts is not None and as_lines:
         result.counts.written = write_texts(job, current, texts)
+    elif texts is not None:
+        result.counts.written = texts_parquet.write_parquet(job, current, texts, empty)  # type: ignore[arg-type]
     else:
-        empty = partial(empty_result, spec, None, examples, state.metadata)
         result.counts.written = write_rows(job, current, table_rows(state, spec), empty=empty)
     result_skips(current, result)
     return result
@@ -78,8 +81,15 @@ def run(job: Job, current: Session) -> Result:
 class KeyedLines:
     """Feeds chunks of changelog lines to a keyed state, through the kernel while it can."""
 
-    def __init__(self, state: KeyedState, kind_column: str, keep_texts: bool = False):
+    def __init__(
+        self,
+        state: KeyedState,
+        kind_column: str,
+        keep_texts: bool = False,
+        told: Callable[[str], None] | None = None,
+    ):
         self.state = state
+        self.told = told  # told why the general state takes over (``handover.hand_over``)
         self.kind_column = kind_column
         self.keep_texts = keep_texts
         self.args = (
@@ -120,7 +130,7 @@ class KeyedLines:
         stop, records, kinds, retract, upsert = _kernel.apply_changes(packed, self.rows)
         self._add(records, kinds, retract, upsert)
         if stop >= 0:  # a change that raises a finding: the general state takes it from here
-            self._hand_over()
+            self._hand_over("a change that raises a finding")
             self._general(chunk[stop:], source, first_line + records, reject)
         elif position < len(chunk):  # a line the parser declined
             self._feed_lines(chunk, position, first_line + lines, source, reject)
@@ -150,7 +160,9 @@ class KeyedLines:
             if self._not_a_change(chunk[position : end if newline < 0 else newline], Location(source, line_no), reject):
                 position, line_no = end, line_no + 1
                 continue
-            self._hand_over()
+            self._hand_over(
+                "a change the kernel does not read (a key not an integer or plain string, a repeated column)"
+            )
         self._general(chunk[position:], source, line_no, reject)
 
     def _not_a_change(self, line: bytes, where: Location, reject: Reject) -> bool:
@@ -209,9 +221,12 @@ class KeyedLines:
             except InputError as err:  # --strict: a bad record, set aside under --on-error skip
                 self._bad(err, where, line, reject)
 
-    def _hand_over(self) -> None:
-        """The kernel's table becomes the general state's, in the same order."""
+    def _hand_over(self, reason: str | None = None) -> None:
+        """The kernel's table becomes the general state's, in the same order; with a reason, the
+        general state takes the changes from here on (else: only the table, at the end)."""
         assert self.rows is not None
+        if reason is not None and self.told is not None:
+            self.told(reason)
         items = self.rows.items()
         self.rows = None  # the row bytes now live in items only: each is freed once parsed
         load = self.state.load
@@ -233,7 +248,11 @@ class KeyedLines:
     def texts(self) -> list[bytes] | None:
         """The live rows as JSON texts, in first-insertion order, as their last change wrote them
         (compact); None once the general state holds the table."""
-        return None if self.rows is None else self.rows.texts()  # type: ignore[no-any-return]
+        if self.rows is None:
+            return None
+        texts: list[bytes] = self.rows.texts()
+        self.rows = None  # the kernel's table is freed: the texts are the one copy from here on
+        return texts
 
 
 def _at(where: Location) -> Location:
@@ -248,3 +267,19 @@ def _inputs() -> Location:
 def _parse(started: threading.Event, chunk: bytes, args: tuple[Any, ...]) -> tuple[bytes, int, int]:
     started.set()
     return _kernel.parse_changes(chunk, 0, *args)  # type: ignore[no-any-return]
+
+
+# materialize --key (not --dedup or --as-of: those keep other state); the table written by the
+# row path's writer unless it goes out as the rows' own texts.
+COMMANDS: dict[type, Command] = {
+    MaterializeSpec: implements(
+        run,
+        "kind_column",
+        "key",
+        "policy",
+        "sort",
+        "commit_columns",
+        job=SESSION | {"columns", "sink"},
+        can_run=_keyed,
+    ),
+}

@@ -29,7 +29,6 @@ import orjson
 
 from cdc.core.convert import read_kind, split_change
 from cdc.core.errors import InputError, Location
-from cdc.core.kinds import KIND_BY_TEXT
 from cdc.core.model import Reject, Row
 from cdc.core.profile import Profile
 from cdc.core.replay import KeyedReplay, ReplayCounts, Replayer
@@ -37,9 +36,45 @@ from cdc.core.rowstore import row_identity
 from cdc.core.specs import AggregateSpec, EncodeSpec, InspectSpec, MaterializeSpec, ReplaySpec
 from cdc.core.state import KeyedState, MultisetState, TableState
 from cdc.core.timeorder import TimePoint, as_number, sort_key
-from cdc.engine.empty import Examples, empty_result, examples_for
+from cdc.engine.commands import SESSION, Command, implements, lookup
+from cdc.engine.empty import empty_result, examples_for
+from cdc.engine.handover import hand_over
 from cdc.engine.inputs import line_chunks
 from cdc.engine.job import Job, Result
+from cdc.engine.paths.native.base import (
+    COUNTERS,
+    DELETED,
+    F_DEDUP,
+    F_INT_BOUNDS,
+    F_KEEP,
+    F_KEEP_NOOP,
+    F_NET,
+    F_ORDER,
+    F_RETRACT,
+    F_SINCE,
+    F_TIME,
+    F_UNTIL,
+    F_WINDOW,
+    H_ABSENT,
+    H_DIFFERS,
+    H_EQUAL,
+    H_EXISTS,
+    H_LATE,
+    H_NO_ORDER,
+    H_NO_TIME,
+    H_NO_WINDOW,
+    H_TIME_LESS,
+    H_WINDOW,
+    INT64,
+    KEYED,
+    MULTISET,
+    REPLAY,
+    RETRACTED,
+    Chunk,
+    Engine,
+    _row,
+    _spellings,
+)
 from cdc.engine.paths.native.kernel import KINDS, _kernel, available, count_lines
 from cdc.engine.session import Session, result_skips
 from cdc.engine.tables import metadata_of, new_table_state, table_rows, write_rows, write_texts
@@ -55,74 +90,79 @@ from cdc.formats.jsonl import (
 if TYPE_CHECKING:  # the pool is made when the first chunk comes
     from concurrent.futures import Future, ThreadPoolExecutor
 
-# _kernel.State: commands, flags, what it asks (H_*), and its counters, as _kernel.c names them
-MULTISET, KEYED, REPLAY = 0, 1, 2
-F_DEDUP, F_KEEP, F_TIME, F_ORDER, F_WINDOW = 1, 2, 4, 8, 16
-F_SINCE, F_UNTIL, F_NET, F_RETRACT, F_KEEP_NOOP, F_INT_BOUNDS = 32, 64, 128, 256, 512, 1024
-H_EQUAL, H_EXISTS, H_ABSENT, H_DIFFERS, H_NO_TIME, H_TIME_LESS, H_LATE, H_WINDOW, H_NO_ORDER, H_NO_WINDOW = range(1, 11)
-COUNTERS = (
-    "+I", "-U", "+U", "-D", "retract", "upsert", "duplicates", "changes", "time_missing",
-    "read", "written", "noops", "late", "before_window", "after_window", "ignored", "out_retract", "out_upsert",
-    "out+I", "out-U", "out+U", "out-D",
-)  # fmt: skip
-RETRACTED, DELETED = 1, 2
-INT64 = 2**63
 CHUNK = CHUNK_BYTES  # the size of the chunks read (tests make it small: many chunks, -U/+U pairs cut)
 
 
-def accepts(job: Job) -> bool:
-    """JSON lines in; materialize without a key or with --dedup (not --as-of), inspect, replay of
-    changelog rows, debezium-encode; the last two write JSON lines (bytes, every column). Not
-    with a change feed's commit columns in the first row (the kernel compares rows whole; where
-    the first row could not be read, a chunk that names one goes the general way), nor a key,
-    time or order column that is the kind column (the kernel reads rows with it)."""
-    spec = job.spec
-    if not (available() and job.rows is None and job.formats and all(f == "jsonl" for f in job.formats)):
-        return False
-    writes_lines = job.writes_bytes and job.out_format == "jsonl" and not job.columns
-    if isinstance(spec, MaterializeSpec):
-        return (
-            (not spec.key or spec.dedup)
-            and spec.as_of is None
-            and not spec.commit_columns
-            and spec.kind_column not in spec.key
-        )
-    if isinstance(spec, InspectSpec):
-        return not spec.commit_columns and spec.kind_column not in (*spec.key, spec.time_column)
-    if isinstance(spec, ReplaySpec):
-        return (
-            writes_lines
-            and spec.input_mode == "changelog"
-            and spec.kind_column not in (*spec.key, spec.order_by, spec.time_column)
-        )
-    if isinstance(spec, EncodeSpec):
-        return writes_lines and spec.time_column != spec.kind_column
-    if isinstance(spec, AggregateSpec):
-        from cdc.engine.paths.native.aggregate import takes
+def can_run(job: Job) -> bool:
+    """JSON lines in, the kernel built."""
+    return available() and bool(job.formats) and all(f == "jsonl" for f in job.formats)
 
-        return writes_lines and takes(spec)
-    return False
+
+def _writes_lines(job: Job) -> bool:
+    return job.out_format == "jsonl"
+
+
+def _materializes(job: Job) -> bool:
+    """Without a key or with --dedup (materialize --key: the keyed kernel). Not with a change
+    feed's commit columns in the first row (the kernel compares rows whole; where the first row
+    could not be read, a chunk that names one goes the general way), nor a key column that is
+    the kind column (the kernel reads rows with it)."""
+    spec = job.spec
+    return (not spec.key or spec.dedup) and not spec.commit_columns and spec.kind_column not in spec.key
+
+
+def _inspects(job: Job) -> bool:
+    spec = job.spec
+    return not spec.commit_columns and spec.kind_column not in (*spec.key, spec.time_column)
+
+
+def _replays(job: Job) -> bool:
+    spec = job.spec
+    return _writes_lines(job) and spec.kind_column not in (*spec.key, spec.order_by, spec.time_column)
+
+
+def _encodes(job: Job) -> bool:
+    return _writes_lines(job) and job.spec.time_column != job.spec.kind_column
+
+
+def _aggregates(job: Job) -> bool:
+    from cdc.engine.paths.native.aggregate import takes
+
+    return _writes_lines(job) and takes(job.spec)
+
+
+def _materialize(job: Job, current: Session) -> Result:
+    keep_texts = job.writes_bytes and job.out_format == "jsonl" and not job.columns
+    return _run_engine(job, current, MaterializeEngine(job.spec, keep_texts=keep_texts))
+
+
+def _inspect(job: Job, current: Session) -> Result:
+    return _run_engine(job, current, InspectEngine(job.spec))
+
+
+def _replay(job: Job, current: Session) -> Result:
+    return _run_engine(job, current, ReplayEngine(job.spec, current.open_output().stream))
+
+
+def _aggregate(job: Job, current: Session) -> Result:
+    from cdc.engine.paths.native.aggregate import AggregateEngine
+
+    return _run_engine(job, current, AggregateEngine(job.spec, current.open_output().stream))
 
 
 def run(job: Job, current: Session) -> Result:
-    spec = job.spec
-    if isinstance(spec, EncodeSpec):
-        return _run_encode(job, current)
-    engine: Engine
-    if isinstance(spec, AggregateSpec):
-        from cdc.engine.paths.native.aggregate import AggregateEngine
+    command = lookup(COMMANDS, job.spec)
+    assert command is not None
+    result: Result = command.do(job, current)
+    return result
 
-        engine = AggregateEngine(spec, current.open_output().stream)
-    elif isinstance(spec, MaterializeSpec):
-        engine = MaterializeEngine(spec, keep_texts=job.writes_bytes and job.out_format == "jsonl" and not job.columns)
-    elif isinstance(spec, InspectSpec):
-        engine = InspectEngine(spec)
-    else:
-        engine = ReplayEngine(spec, current.open_output().stream)
+
+def _run_engine(job: Job, current: Session, engine: Engine) -> Result:
+    spec = job.spec
     from cdc.engine.workers import keep_heap_memory
 
     keep_heap_memory()  # chunks and their records are megabytes each: kept on the heap, not mapped anew
-    lines = StateLines(engine)
+    lines = StateLines(engine, partial(hand_over, current))
     current.where = lines.location
     examples = engine.examples = examples_for(spec, job.out_format)  # for an empty result
     for chunk, first, name in line_chunks(job, current.on_bytes, CHUNK, examples):
@@ -135,57 +175,6 @@ def run(job: Job, current: Session) -> Result:
 
 
 # -- reading chunks ------------------------------------------------------------------------------
-
-
-class Chunk:
-    """Where the records of one parse call came from: for the handle's places and raw lines."""
-
-    def __init__(self, chunk: bytes, source: str, first_line: int, reject: Reject):
-        self.chunk, self.source, self.first_line, self.reject = chunk, source, first_line, reject
-
-    def where(self, line: int) -> Location:
-        return Location(self.source, self.first_line + line)
-
-    def raw(self, offset: int) -> str:
-        end = self.chunk.find(b"\n", offset)
-        line = self.chunk[offset : len(self.chunk) if end < 0 else end]
-        return line.decode("utf-8", "backslashreplace").rstrip("\r\n")
-
-    def bad(self, err: InputError, line: int, offset: int) -> None:
-        """A record the row path sets aside (or fails on): told to the session's reject."""
-        self.reject(err.located(self.where(line)), self.raw(offset))
-
-
-class Engine:
-    """One command's state: the kernel's State while it lasts, the core's after a hand-over."""
-
-    kind_column: str | None  # None: rows without one, each an insert (aggregate --input-mode append)
-    parse_args: tuple[Any, ...]
-    kernel: Any  # the _kernel.State; None once handed over
-    watch: tuple[bytes, ...] = ()  # names that hand a chunk naming one over (unknown commit columns)
-    examples: Examples | None = None  # the first changes, for an empty result's columns and types
-
-    def apply(self, packed: bytes, at: Chunk) -> int | None:
-        """Apply the records; None, or the byte offset in them of the record the kernel stopped
-        at (the engine is to hand over before it: the general way takes it and the rest)."""
-        raise NotImplementedError
-
-    def hand_over(self) -> None:
-        raise NotImplementedError
-
-    def step(self, row: Row, where: Location) -> None:
-        """One change the general way (the row path's step); raises InputError for a bad one."""
-        raise NotImplementedError
-
-    def finish(self) -> None:
-        raise NotImplementedError
-
-    def result(self, result: Result, job: Job, current: Session) -> None:
-        raise NotImplementedError
-
-
-def _spellings() -> tuple[tuple[bytes, int], ...]:
-    return tuple((orjson.dumps(text), KINDS.index(kind.value)) for text, kind in KIND_BY_TEXT.items())
 
 
 def _parse(started: threading.Event, chunk: bytes | memoryview, args: tuple[Any, ...]) -> tuple[bytes, int, int]:
@@ -209,8 +198,9 @@ class StateLines:
     (the kernel lets go of the GIL) while the chunk before is applied, then its second half parsed
     here — so that parsing, the larger part of the work, is shared by the two cores."""
 
-    def __init__(self, engine: Engine):
+    def __init__(self, engine: Engine, told: Callable[[str], None] | None = None):
         self.engine = engine
+        self.told = told  # told why the core's state takes over (``handover.hand_over``)
         self.records = 0
         self._pool: ThreadPoolExecutor | None = None
         self._pending: tuple[Future[Any], Chunk, int, tuple[bytes, int, int] | None] | None = None
@@ -227,7 +217,7 @@ class StateLines:
         if self.engine.kernel is not None and any(name in chunk for name in self.engine.watch):
             self._drain()
             if self.engine.kernel is not None:
-                self.engine.hand_over()
+                self._take_over("a chunk that names a change feed's commit column")
         split = len(chunk)
         if self.engine.kernel is not None:
             if self._pool is None:
@@ -276,9 +266,14 @@ class StateLines:
             return True
         line, offset = struct.unpack_from("=II", packed, stop + 1)
         self.records += line
-        self.engine.hand_over()
+        self._take_over("a change the kernel's state does not apply (a finding, or a value it cannot compare)")
         self._general(at, offset, at.first_line + line)
         return False
+
+    def _take_over(self, reason: str) -> None:
+        self.engine.hand_over()
+        if self.told is not None:
+            self.told(reason)
 
     def _declined(self, at: Chunk, position: int, line_no: int) -> None:
         """From a declined line on: each one looked at, the kernel again after it."""
@@ -288,7 +283,7 @@ class StateLines:
             end = size if newline < 0 else newline + 1
             line = chunk[position : end if newline < 0 else newline]
             if not self._not_a_change(line, Location(at.source, line_no), at.reject):
-                self.engine.hand_over()
+                self._take_over("a change the kernel does not read (a key not a scalar, an escaped or repeated column)")
                 self._general(at, position, line_no)
                 return
             position, line_no = end, line_no + 1
@@ -466,12 +461,6 @@ def _watch(commit_columns: tuple[str, ...] | None) -> tuple[bytes, ...]:
     from cdc.core.presets import COMMIT_COLUMNS
 
     return tuple(orjson.dumps(c) for c in COMMIT_COLUMNS) if commit_columns is None else ()
-
-
-def _row(text: bytes | None) -> Any:
-    """A row (or value) the kernel kept as its JSON text, parsed as the row path parses its line."""
-    assert text is not None
-    return loads(text)
 
 
 class MaterializeEngine(TableEngine):
@@ -810,3 +799,39 @@ def _encode_line(encoder: Any, writer: Any, line: bytes, where: Location, reject
         _bad(err, where, line, reject)
         return
     writer.write_rows(events)
+
+
+ROWS_OUT = SESSION | {"columns", "sink"}  # a table written by the row path's writer
+COMMANDS: dict[type, Command] = {
+    MaterializeSpec: implements(
+        _materialize,
+        "kind_column",
+        "key",
+        "policy",
+        "dedup",
+        "sort",
+        "commit_columns",
+        job=ROWS_OUT,
+        can_run=_materializes,
+    ),
+    InspectSpec: implements(
+        _inspect, "kind_column", "key", "time_column", "commit_columns", job=ROWS_OUT, can_run=_inspects
+    ),
+    ReplaySpec: implements(
+        _replay,
+        "key",
+        "emit",
+        "keep_noop",
+        "order_by",
+        "time_column",
+        "since",
+        "until",
+        "net",
+        "kind_column",
+        can_run=_replays,
+    ),
+    EncodeSpec: implements(
+        _run_encode, "kind_column", "split_updates", "time_column", "source", "key", can_run=_encodes
+    ),
+    AggregateSpec: implements(_aggregate, "query", "input_mode", "kind_column", "policy", can_run=_aggregates),
+}

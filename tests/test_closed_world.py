@@ -1,0 +1,450 @@
+"""A closed world: every spec field × every path, held to the row path or proven to fall back.
+
+Each path declares, per command, the spec fields it implements (``COMMANDS`` in its module, read
+by ``engine/plan.py``). For every field of every command's spec, and every path:
+
+- the path declares the field: a job that sets it (to a value that is not its default, with the
+  fields it needs) on inputs the path reads runs on that path and on the row path, and the two
+  outcomes (rows, counts, rejects, the command's account, or the error) are the same — the
+  differential machinery of ``tests/test_paths.py``;
+- the path does not declare it: the planner never chooses the path for a job that sets it (and
+  forcing the path is refused), so the job runs where the field is implemented.
+
+The test of the test: a field added to a spec at run time (a dataclass made from the spec with
+one more field, which no path has heard of) sends every job that sets it to the row path; and a
+path that claims a field it ignores is caught — the differential helper reports the mismatch.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from helpers import write_parquet
+from test_paths import _outcome
+
+from cdc.core.aggregate import AggregateQuery
+from cdc.core.errors import UsageError
+from cdc.core.kinds import RowKind
+from cdc.core.mapping import DEFAULT_FROM_MAPPING, DEFAULT_TO_MAPPING
+from cdc.core.model import OnError
+from cdc.core.specs import (
+    EVENTS,
+    PLAIN,
+    AggregateSpec,
+    CopySpec,
+    DecodeSpec,
+    EncodeSpec,
+    FromChangelogSpec,
+    InspectSpec,
+    MaterializeSpec,
+    ReplaySpec,
+    ToChangelogSpec,
+)
+from cdc.core.state import Policy
+from cdc.engine.commands import EVERY, JOB_OPTIONS, Command, implements
+from cdc.engine.inputs import resolve
+from cdc.engine.job import Job
+from cdc.engine.plan import PATHS, choose
+from cdc.engine.plan import Path as EnginePath
+from cdc.engine.sinks import ListSink
+
+# Each command's spec with its required fields, and the fields each field needs to be set with.
+BASE: dict[type, Callable[..., Any]] = {
+    CopySpec: lambda **f: CopySpec(**f),
+    FromChangelogSpec: lambda **f: FromChangelogSpec(**{"op_column": "code", "mapping": DEFAULT_FROM_MAPPING, **f}),
+    ToChangelogSpec: lambda **f: ToChangelogSpec(**{"mapping": DEFAULT_TO_MAPPING, **f}),
+    DecodeSpec: lambda **f: DecodeSpec(**f),
+    EncodeSpec: lambda **f: EncodeSpec(**f),
+    MaterializeSpec: lambda **f: MaterializeSpec(**f),
+    InspectSpec: lambda **f: InspectSpec(**f),
+    ReplaySpec: lambda **f: ReplaySpec(**{"key": ("id",), **f}),
+    AggregateSpec: lambda **f: AggregateSpec(**{"query": _query(f), **{k: v for k, v in f.items() if k != "query"}}),
+}
+
+
+def _query(fields: dict[str, Any]) -> AggregateQuery:
+    mode = fields.get("input_mode", "changelog")
+    return AggregateQuery.parse(("g",), ("n=COUNT(*)", "s=SUM(n1)"), retractions=mode != "append")
+
+
+# A value for each field that is not its default, with the fields it needs to be set with.
+VALUES: dict[tuple[type, str], dict[str, Any]] = {
+    (CopySpec, "reads"): {"reads": "changelog"},
+    (CopySpec, "kind_column"): {"kind_column": "kind", "reads": "changelog"},
+    (FromChangelogSpec, "op_column"): {},
+    (FromChangelogSpec, "mapping"): {"mapping": {**DEFAULT_FROM_MAPPING, "upsert": RowKind.UPDATE_AFTER}},
+    (FromChangelogSpec, "kind_column"): {"kind_column": "kind"},
+    (FromChangelogSpec, "keys"): {"keys": ("id",)},
+    (FromChangelogSpec, "drop"): {"drop": frozenset({RowKind.UPDATE_BEFORE})},
+    (FromChangelogSpec, "commit_columns"): {"commit_columns": ("ts",)},
+    (FromChangelogSpec, "pair_key"): {"commit_columns": ("ts",), "pair_key": ("id",)},
+    (FromChangelogSpec, "drop_commit_columns"): {"commit_columns": ("ts",), "drop_commit_columns": True},
+    (ToChangelogSpec, "mapping"): {"mapping": {**DEFAULT_TO_MAPPING, RowKind.INSERT: "new"}},
+    (ToChangelogSpec, "op_column"): {"op_column": "code"},
+    (ToChangelogSpec, "kind_column"): {"kind_column": "kind"},
+    (ToChangelogSpec, "drop"): {"drop": frozenset({RowKind.UPDATE_BEFORE})},
+    (DecodeSpec, "envelope"): {"envelope": "maxwell"},
+    (DecodeSpec, "kind_column"): {"kind_column": "kind"},
+    (DecodeSpec, "schema_include"): {"schema_include": "false"},
+    (DecodeSpec, "raw_values"): {"raw_values": True},
+    (DecodeSpec, "metadata"): {"metadata": ("ingestion-timestamp=event_ms",)},
+    (DecodeSpec, "on_truncate"): {"on_truncate": "skip"},
+    (DecodeSpec, "key"): {"key": ("id",)},
+    (DecodeSpec, "database_include"): {"envelope": "maxwell", "database_include": "shop"},
+    (DecodeSpec, "table_include"): {"envelope": "maxwell", "table_include": "orders"},
+    (DecodeSpec, "bootstrap"): {"envelope": "maxwell", "bootstrap": "skip"},
+    (EncodeSpec, "kind_column"): {"kind_column": "kind"},
+    (EncodeSpec, "split_updates"): {"split_updates": True},
+    (EncodeSpec, "time_column"): {"time_column": "ts"},
+    (EncodeSpec, "source"): {"source": (("name", "shop"),)},
+    (EncodeSpec, "key"): {"key": ("id",)},
+    (MaterializeSpec, "kind_column"): {"kind_column": "kind"},
+    (MaterializeSpec, "key"): {"key": ("id",)},
+    (MaterializeSpec, "policy"): {"policy": Policy.ignore},
+    (MaterializeSpec, "dedup"): {"dedup": True},
+    (MaterializeSpec, "as_of"): {"as_of": 3, "time_column": "ts"},
+    (MaterializeSpec, "time_column"): {"as_of": 3, "time_column": "ts"},
+    (MaterializeSpec, "sort"): {"sort": True, "key": ("id",)},
+    (MaterializeSpec, "commit_columns"): {"commit_columns": ("ts",)},
+    (InspectSpec, "kind_column"): {"kind_column": "kind"},
+    (InspectSpec, "key"): {"key": ("id",)},
+    (InspectSpec, "time_column"): {"time_column": "ts"},
+    (InspectSpec, "commit_columns"): {"commit_columns": ("ts",)},
+    (ReplaySpec, "key"): {},
+    (ReplaySpec, "emit"): {"emit": "upsert"},
+    (ReplaySpec, "keep_noop"): {"keep_noop": True},
+    (ReplaySpec, "order_by"): {"order_by": "ts"},
+    (ReplaySpec, "time_column"): {"time_column": "ts"},
+    (ReplaySpec, "since"): {"time_column": "ts", "since": 2},
+    (ReplaySpec, "until"): {"time_column": "ts", "until": 4},
+    (ReplaySpec, "net"): {"time_column": "ts", "since": 2, "until": 4, "net": True},
+    (ReplaySpec, "input_mode"): {"input_mode": "upsert"},
+    (ReplaySpec, "delete_when"): {"input_mode": "upsert", "delete_when": ("v", "gone")},
+    (ReplaySpec, "kind_column"): {"kind_column": "kind"},
+    (AggregateSpec, "query"): {},
+    (AggregateSpec, "input_mode"): {"input_mode": "append"},
+    (AggregateSpec, "key"): {"input_mode": "upsert", "key": ("id",)},
+    (AggregateSpec, "delete_when"): {"input_mode": "upsert", "key": ("id",), "delete_when": ("v", "gone")},
+    (AggregateSpec, "kind_column"): {"kind_column": "kind"},
+    (AggregateSpec, "policy"): {"policy": Policy.ignore},
+}
+
+# Where a path needs more than the field to take a job at all (the state kernel's materialize
+# keeps a key's table only with --dedup; the keyed kernel's is --key): the same field, with these.
+WITH: dict[tuple[str, type], dict[str, Any]] = {
+    ("state-kernel", MaterializeSpec): {"dedup": True},
+    ("keyed-kernel", MaterializeSpec): {"key": ("id",)},
+}
+
+CHANGES = [  # changelog rows: a table's life (an insert, an update, a delete, a no-op update)
+    {"op": "+I", "id": 1, "v": "a", "g": "x", "n1": 1, "ts": 1},
+    {"op": "+I", "id": 2, "v": "b", "g": "y", "n1": 2, "ts": 2},
+    {"op": "-U", "id": 1, "v": "a", "g": "x", "n1": 1, "ts": 3},
+    {"op": "+U", "id": 1, "v": "c", "g": "x", "n1": 5, "ts": 3},
+    {"op": "-D", "id": 2, "v": "b", "g": "y", "n1": 2, "ts": 4},
+    {"op": "+I", "id": 3, "v": "d", "g": "x", "n1": 7, "ts": 5},
+    {"op": "-U", "id": 3, "v": "d", "g": "x", "n1": 7, "ts": 6},
+    {"op": "+U", "id": 3, "v": "d", "g": "x", "n1": 7, "ts": 6},
+]
+FROM_CODES = {"+I": "INSERT", "-U": "UPDATE_BEFORE", "+U": "UPDATE_AFTER", "-D": "DELETE"}
+DEBEZIUM_OPS = {"+I": "c", "+U": "u", "-D": "d"}
+MAXWELL_TYPES = {"+I": "insert", "+U": "update", "-D": "delete"}
+
+
+def _rows(spec: Any) -> list[dict[str, Any]]:
+    """Input rows for a job of ``spec``: changelog rows under its kind column, plain rows with
+    op codes (from-changelog), plain rows (an input mode), or change events (decode)."""
+    if isinstance(spec, DecodeSpec):
+        return _events(spec)
+    out = []
+    changes = CHANGES
+    if isinstance(spec, FromChangelogSpec):  # a change feed's commit: its post-image first
+        changes = [*CHANGES[:-2], CHANGES[-1], CHANGES[-2]]
+    for change in changes:
+        row = {k: v for k, v in change.items() if k != "op"}
+        if isinstance(spec, FromChangelogSpec):
+            code = FROM_CODES[change["op"]]
+            upsert = code == "UPDATE_AFTER" and "upsert" in spec.mapping
+            out.append({spec.op_column: "upsert" if upsert else code, **row})
+        elif spec.reads == PLAIN and not isinstance(spec, CopySpec):
+            if change["op"] != "-U":
+                out.append({**row, "v": "gone"} if change["op"] == "-D" else row)
+        else:
+            out.append({getattr(spec, "kind_column", "op"): change["op"], **row})
+    return out
+
+
+def _events(spec: DecodeSpec) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    before: dict[int, dict[str, Any]] = {}
+    for change in CHANGES:
+        if change["op"] == "-U":
+            continue
+        row = {k: v for k, v in change.items() if k != "op"}
+        if spec.envelope == "maxwell":
+            event: dict[str, Any] = {"database": "shop", "table": "orders", "type": MAXWELL_TYPES[change["op"]]}
+            event["data"] = before[row["id"]] if change["op"] == "-D" else row
+            if change["op"] == "+U":
+                event["old"] = {"v": before[row["id"]]["v"]}
+            out.append(event)
+        else:
+            old = before.get(row["id"]) if change["op"] != "+I" else None
+            payload = {"op": DEBEZIUM_OPS[change["op"]], "before": old, "after": None if change["op"] == "-D" else row}
+            payload["ts_ms"] = 1000 + row["ts"]
+            out.append(payload)
+        before[row["id"]] = row
+    if spec.envelope == "maxwell":
+        out.insert(0, {"database": "shop", "table": "orders", "type": "bootstrap-insert", "data": {"id": 9}})
+    return out
+
+
+# Each path: its input format and output file suffix (a command that writes events: JSON lines).
+FORMATS = {
+    "keyed-kernel": ("jsonl", ".jsonl"),
+    "state-kernel": ("jsonl", ".jsonl"),
+    "arrow": ("parquet", ".parquet"),
+    "arrow-state": ("parquet", ".parquet"),
+    "lines-arrow": ("jsonl", ".parquet"),
+    "kernel-lines": ("jsonl", ".jsonl"),
+    "lines": ("jsonl", ".jsonl"),
+}
+WRITES_EVENTS = (EncodeSpec,)
+
+
+def _job(tmp: Path, path: str, spec: Any, bad: bool = False) -> tuple[Job, Path]:
+    """A job of ``spec`` on inputs ``path`` reads; ``bad``: with a bad record in them."""
+    fmt, suffix = FORMATS[path]
+    if spec.reads == EVENTS:
+        fmt = "jsonl"  # change events are JSON lines
+    if isinstance(spec, WRITES_EVENTS):
+        suffix = ".jsonl"
+    rows = _rows(spec)
+    if bad:  # a record whose kind, op code or event type is none: set aside or failed on
+        marker = next(iter(rows[1]))
+        rows.insert(2, {**rows[1], marker: "bogus"})
+    source = tmp / f"in.{fmt}"
+    if fmt == "parquet":
+        write_parquet(source, rows)
+    else:
+        source.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    out = tmp / f"out{suffix}"
+    return Job(spec, inputs=(str(source),), output=str(out)), out
+
+
+@pytest.fixture(autouse=True)
+def _one_time() -> Any:
+    """ts_ms without a time column is the time of the run: one time for every run."""
+    import datetime as dt
+    from unittest import mock
+
+    import pyarrow  # noqa: F401 - loaded before datetime is patched: it keeps the real type
+
+    class Frozen(dt.datetime):
+        @classmethod
+        def now(cls, tz: Any = None) -> Any:
+            return dt.datetime(2024, 5, 6, 7, 8, 9, 123000, tzinfo=tz)
+
+    with mock.patch("cdc.formats.debezium.dt.datetime", Frozen):
+        yield
+
+
+def _cases() -> list[tuple[str, type, str]]:
+    return [(path, spec_type, f.name) for path in FORMATS for spec_type in BASE for f in dataclasses.fields(spec_type)]
+
+
+def _declared(path: EnginePath, spec_type: type, name: str) -> bool:
+    command = path.commands.get(spec_type)
+    return command is not None and (command.fields is EVERY or name in command.fields)
+
+
+def test_every_field_of_every_spec_has_a_case() -> None:
+    """A field added to a spec needs a value here: the walk below then covers it on every path."""
+    missing = [
+        (spec_type.__name__, f.name)
+        for spec_type in BASE
+        for f in dataclasses.fields(spec_type)
+        if (spec_type, f.name) not in VALUES
+    ]
+    assert not missing
+
+
+@pytest.mark.parametrize(("path_name", "spec_type", "name"), _cases())
+def test_a_field_runs_where_it_is_implemented(tmp_path: Path, path_name: str, spec_type: type, name: str) -> None:
+    path = PATHS[path_name]()
+    fields = VALUES[(spec_type, name)]
+    spec = BASE[spec_type](**fields)
+    if not _declared(path, spec_type, name):
+        job, _ = _job(tmp_path, path_name, spec)
+        resolved = resolve(job)
+        assert name in _set_fields(resolved.spec)
+        assert not path.accepts(resolved), f"{path_name} takes {spec_type.__name__}.{name}, which it does not declare"
+        assert choose(resolved).name != path_name
+        with pytest.raises(UsageError, match="does not take this job"):
+            choose(resolved, path_name)
+        return
+    extra = WITH.get((path_name, spec_type), {})
+    spec = BASE[spec_type](**{**extra, **fields})
+    job, out = _job(tmp_path, path_name, spec)
+    resolved = resolve(job)
+    reason = path.declines(resolved)
+    if reason is not None:  # declared, but not this value (the kernels: no commit columns): elsewhere
+        assert choose(resolved).name != path_name
+        return
+    _same_as_rows(job, path_name, out)
+
+
+def _set_fields(spec: Any) -> list[str]:
+    from cdc.engine.commands import set_fields
+
+    return set_fields(spec)
+
+
+def _same_as_rows(job: Job, path_name: str, out: Path) -> None:
+    reference = _outcome(job, "rows", out, None)
+    assert reference[0] != "error", reference  # a case that runs: not two paths failing alike
+    assert _outcome(job, path_name, out, None) == reference, path_name
+
+
+# The job's options a path must declare to be given them (``commands.JOB_OPTIONS``).
+OPTIONS: dict[str, Callable[[Path], dict[str, Any]]] = {
+    "columns": lambda tmp: {"columns": ("v", "id")},
+    "on_error": lambda tmp: {"on_error": OnError.skip},
+    "rejects": lambda tmp: {"on_error": OnError.skip, "rejects": str(tmp / "rejects.jsonl")},
+    "sink": lambda tmp: {"sink": ListSink()},
+    "rows": lambda tmp: {"rows": [{"op": "+I", "id": 1, "v": "a"}]},
+}
+
+
+def _option_cases() -> list[tuple[str, type, str]]:
+    return [
+        (path, spec_type, option)
+        for path in FORMATS
+        for spec_type in BASE
+        if spec_type in PATHS[path]().commands
+        for option in OPTIONS
+    ]
+
+
+def test_every_job_option_has_a_case() -> None:
+    assert set(OPTIONS) == set(JOB_OPTIONS)
+
+
+@pytest.mark.parametrize(("path_name", "spec_type", "option"), _option_cases())
+def test_a_job_option_runs_where_it_is_honoured(tmp_path: Path, path_name: str, spec_type: type, option: str) -> None:
+    path = PATHS[path_name]()
+    command = path.commands[spec_type]
+    spec = BASE[spec_type](**WITH.get((path_name, spec_type), {}))
+    values = OPTIONS[option](tmp_path)
+    job, out = _job(tmp_path, path_name, spec, bad="on_error" in values)
+    job = job.with_(**values)
+    resolved = resolve(job)
+    if command.job is not EVERY and option not in command.job:
+        assert not path.accepts(resolved), f"{path_name} takes the job option {option}, which it does not declare"
+        assert choose(resolved).name != path_name
+        return
+    if path.declines(resolved) is not None:  # declared, but not for this job's formats or values
+        assert choose(resolved).name != path_name
+        return
+    if option == "sink":
+        assert _collected(job, path_name) == _collected(job, "rows")
+        return
+    rejects = Path(values["rejects"]) if "rejects" in values else None
+    reference = _outcome(job, "rows", out, rejects, raw=True)
+    assert reference[0] != "error", reference
+    assert _outcome(job, path_name, out, rejects, raw=True) == reference, path_name
+
+
+def _collected(job: Job, path_name: str) -> tuple[Any, ...]:
+    from cdc.engine.run import run_job
+
+    sink = ListSink()
+    result = run_job(job.with_(sink=sink), path=path_name)
+    return sink.rows, dict(result.counts.by_kind), result.read
+
+
+# -- the test of the test ----------------------------------------------------------------------
+
+
+def test_a_field_no_path_has_heard_of_sends_the_job_to_the_row_path(tmp_path: Path) -> None:
+    # A spec with one more field, as a new flag would add it: declared by no path.
+    Grown = dataclasses.make_dataclass(
+        "GrownMaterializeSpec",
+        [("brand_new", bool, dataclasses.field(default=False))],
+        bases=(MaterializeSpec,),
+        frozen=True,
+    )
+    for path_name in ("keyed-kernel", "state-kernel", "arrow-state"):
+        fields = {"key": ("id",)} if path_name != "state-kernel" else {}
+        job, _ = _job(tmp_path, path_name, Grown(**fields))
+        assert choose(resolve(job)).name == path_name  # at its default, the fast path runs it
+        job, _ = _job(tmp_path, path_name, Grown(**fields, brand_new=True))
+        resolved = resolve(job)
+        assert not PATHS[path_name]().accepts(resolved)
+        assert choose(resolved).name == "rows"
+
+
+def test_a_path_that_claims_a_field_it_ignores_is_caught(tmp_path: Path) -> None:
+    # A fake fast path: the lines path's from-changelog, claiming ``drop`` but never dropping.
+    from cdc.engine.paths import lines
+
+    convert = lines.COMMANDS[FromChangelogSpec].do
+
+    def ignoring_drop(job: Job, counts: Any, with_kernel: bool) -> Any:
+        return convert(job.with_(spec=dataclasses.replace(job.spec, drop=frozenset())), counts, False)
+
+    fake = {FromChangelogSpec: implements(ignoring_drop, *lines.FROM_CHANGELOG)}
+    spec = BASE[FromChangelogSpec](**VALUES[(FromChangelogSpec, "drop")])
+    job, out = _job(tmp_path, "lines", spec)
+    real = lines.COMMANDS
+    try:
+        lines.COMMANDS = fake  # type: ignore[misc]
+        assert PATHS["lines"]().accepts(resolve(job))  # it claims the field: the planner believes it
+        with pytest.raises(AssertionError, match="lines"):
+            _same_as_rows(job, "lines", out)
+    finally:
+        lines.COMMANDS = real  # type: ignore[misc]
+    _same_as_rows(job, "lines", out)  # the real one holds
+
+
+def test_the_row_path_declares_every_field_of_every_command() -> None:
+    from cdc.engine.paths import rows
+
+    for spec_type in BASE:
+        command: Command | None = rows.COMMANDS.get(spec_type)
+        assert command is not None and command.fields is EVERY and command.job is EVERY
+
+
+# -- the hand-over to the row path's rules: one mechanism, always shown --------------------------
+
+
+@pytest.mark.parametrize(("fmt", "fast"), [("jsonl", "keyed-kernel"), ("parquet", "arrow-state")])
+def test_a_hand_over_shows_in_the_result_and_with_verbose(tmp_path: Path, fmt: str, fast: str) -> None:
+    from helpers import invoke
+
+    from cdc.engine.api import materialize
+
+    rows = [{"op": "+I", "id": 1, "v": "a"}, {"op": "+I", "id": 1, "v": "b"}, {"op": "+I", "id": 2, "v": "c"}]
+    source = tmp_path / f"in.{fmt}"
+    if fmt == "parquet":
+        write_parquet(source, rows)
+    else:
+        source.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    clean = tmp_path / f"clean.{fmt}"
+    if fmt == "parquet":
+        write_parquet(clean, rows[:1])
+    else:
+        clean.write_bytes(orjson.dumps(rows[0]) + b"\n")
+    assert materialize(str(clean), key="id").path == fast  # no finding: the fast path to the end
+    result = materialize(str(source), key="id")  # an insert of an existing key: a finding
+    assert result.path == f"{fast}→rows" and result.handover and "finding" in result.handover
+    assert [r["v"] for r in result.rows or []] == ["b", "c"]
+    shown = invoke(["materialize", "--key", "id", str(source), "--verbose", "-o", str(tmp_path / f"out.{fmt}")])
+    assert shown.exit_code == 0
+    assert f"path {fast}→rows (handed over: " in shown.stderr
+    quiet = invoke(["materialize", "--key", "id", str(source), "-o", str(tmp_path / f"quiet.{fmt}")])
+    assert "path " not in quiet.stderr
