@@ -52,7 +52,12 @@ def envelope_table(
     key: Sequence[str] = (),
     database_include: str | None = None,
     table_include: str | None = None,
+    keep_noop: bool = False,
 ) -> str:
+    """The envelope format's table. With ``key``: a PRIMARY KEY and ``cdc-events-duplicate``
+    (ChangelogNormalize: the -U / -D is the stored row); ``keep_noop``: an update that changes
+    nothing is emitted too (cdc's decode does; Flink drops it unless state TTL is enabled, so a TTL
+    of ten years is set)."""
     fmt = FORMATS[source.fmt]
     options: dict[str, str] = {}
     if database_include or table_include:
@@ -167,6 +172,12 @@ def envelope_table(
             "--key: with a primary key and cdc-events-duplicate Flink rebuilds before images from the last row of "
             "the key (ChangelogNormalize)"
         )
+        if keep_noop:
+            script.settings["table.exec.state.ttl"] = "3650 d"
+            script.notes.append(
+                "table.exec.state.ttl (ten years) makes ChangelogNormalize emit an update that changes nothing as "
+                "-U/+U, as cdc does (without a TTL Flink drops it)"
+            )
         if info.stale_before:
             script.notes.append(
                 f"{info.stale_before} update(s)/delete(s) in the input carry a before image unlike the key's stored "

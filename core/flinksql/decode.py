@@ -37,7 +37,9 @@ def debezium_sql(
     check_version(flink_version)
     info = replace(info, schema_include=schema_include) if info else DebeziumInfo(schema_include)
     script = Script(command, flink_version)
-    table = envelope_table(script, source, columns, info, metadata, skip, key, database_include, table_include)
+    table = envelope_table(
+        script, source, columns, info, metadata, skip, key, database_include, table_include, keep_noop=bool(key)
+    )
     out_cols = [*columns, *(column for _, column in metadata)]
     types = dict(columns) | {column: ENVELOPE_METADATA[source.fmt][k] for k, column in metadata}
     return finish(script, f"SELECT {select_list(out_cols)} FROM {ident(table)}", out_cols, sink, types=types)

@@ -69,8 +69,8 @@ def replay_sql(
     lag = (input_mode == "upsert" and source.connector != "upsert-kafka") or (
         input_mode == "append" and order_by is None
     )
-    if keep_noop and not lag and not (input_mode == "changelog" and source.fmt not in ENVELOPES):
-        raise UsageError("--keep-noop has no Flink SQL form here: ChangelogNormalize drops updates that change nothing")
+    if keep_noop and input_mode == "append" and order_by is not None:
+        raise UsageError("--keep-noop has no Flink SQL form with --order-by: the deduplication drops equal rows")
     if lag or (input_mode == "changelog" and source.fmt not in ENVELOPES):
         return _replay_by_lag(
             script,
@@ -99,6 +99,12 @@ def replay_sql(
                 hint="--sql-source upsert-kafka --topic T --bootstrap-servers H, the records keyed by --key",
             )
         _key_check(keys, columns)
+        if keep_noop:
+            script.settings["table.exec.state.ttl"] = "3650 d"
+            script.notes.append(
+                "--keep-noop: table.exec.state.ttl (ten years) makes ChangelogNormalize emit an update that changes "
+                "nothing, as cdc does (without a TTL Flink drops it)"
+            )
         script.statements.append(create_table("cdc_input", columns, source))
         table, data = "cdc_input", list(columns)
     elif input_mode == "append":
@@ -161,7 +167,7 @@ def replay_sql(
     elif source.fmt in ENVELOPES:
         # An envelope table with a PRIMARY KEY and cdc-events-duplicate: ChangelogNormalize by key.
         _key_check(keys, columns)
-        table = envelope_table(script, source, columns, debezium or DebeziumInfo(), key=keys)
+        table = envelope_table(script, source, columns, debezium or DebeziumInfo(), key=keys, keep_noop=keep_noop)
         data = list(columns)
     else:
         raise UsageError(f"--input-mode {input_mode!r}: changelog, upsert or append")
