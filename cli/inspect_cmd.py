@@ -10,6 +10,7 @@ import typer
 
 from cdc.cli import options as o
 from cdc.cli.running import run
+from cdc.core.errors import UsageError
 from cdc.core.specs import InspectSpec
 from cdc.formats.jsonl import encode_default
 
@@ -47,6 +48,8 @@ def command(
         commit_columns=o.commit_columns(commit_columns),
     )
     if common.print_sql:
+        if as_json:
+            raise UsageError("--json is cdc's own report; --print-sql and --on-flink give the changes per kind")
         from cdc.cli.print_sql import print_inspect_sql
 
         print_inspect_sql(common, spec)

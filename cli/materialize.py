@@ -130,6 +130,8 @@ def command(
         commit_columns=o.commit_columns(commit_columns),
     )
     if common.print_sql:
+        if expect is not None:
+            raise UsageError("--expect compares cdc's own table; it does not go with --print-sql or --on-flink")
         from cdc.cli.print_sql import print_materialize_sql
 
         print_materialize_sql(common, spec)

@@ -398,6 +398,8 @@ def on_flink(common: Common) -> None:
 
     if common.print_sql:
         raise UsageError("--print-sql prints the script, --on-flink runs it: give one of them")
+    if common.rejects is not None:
+        raise UsageError("--rejects keeps the records cdc skips; on a cluster Flink's format skips them unseen")
     if len(common.inputs) > 1:
         raise UsageError(
             "--on-flink runs one input file; the cluster's script reads one table", hint="concatenate them"

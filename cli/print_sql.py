@@ -123,7 +123,8 @@ def emit(common: Common, sql: str, shape: str, spec: Any = None, keys: tuple[str
         shape = "sink"
     kind_column = getattr(spec, "kind_column", "op")
     job = job_of(common, spec, table_sink(common, spec) if spec is not None else None)
-    done = run_on_flink(common.on_flink, sql, job, shape, keys=keys, kind_column=kind_column)
+    sort = bool(getattr(spec, "sort", False))
+    done = run_on_flink(common.on_flink, sql, job, shape, keys=keys, kind_column=kind_column, sort=sort)
     if shape == "sink":
         say(f"cdc: flink job {done.job_id} wrote to the {common.sql_sink} sink")
     elif common.stats:
@@ -313,6 +314,13 @@ def _envelope_source(common: Common, envelope: str, key: tuple[str, ...]) -> Sou
 
 def print_decode_sql(common: Common, spec: DecodeSpec) -> None:
     spec = replace(spec, envelope=_envelope_of(common, spec))
+    _consistency_unchecked(spec.policy, "decode")
+    if spec.unavailable_placeholder is not None:
+        raise UsageError(
+            f"--unavailable-placeholder {spec.unavailable_placeholder!r}: cdc fills such a value from the last row of "
+            "the key, Flink's debezium-json passes the placeholder on as data",
+            hint="set REPLICA IDENTITY FULL on the table so Debezium sends the value",
+        )
     skip = common.on_error == OnError.skip
     if spec.envelope == "debezium":
         from cdc.formats.debezium import parse_metadata

@@ -134,6 +134,8 @@ def command(
         kind_column=kind_column,
     )
     if common.print_sql:
+        if live:
+            raise UsageError("--live paces cdc's own output; it does not go with --print-sql or --on-flink")
         from cdc.cli.print_sql import print_replay_sql
 
         print_replay_sql(common, spec)

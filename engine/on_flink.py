@@ -24,6 +24,7 @@ from typing import Any
 from cdc.core.errors import UsageError
 from cdc.core.model import Row
 from cdc.core.specs import CopySpec
+from cdc.core.timeorder import sort_key
 from cdc.engine.flink_gateway import Gateway, convert, is_local, split_statements
 from cdc.engine.job import Job, Result
 from cdc.engine.run import run_job
@@ -92,10 +93,11 @@ def run_on_flink(
     keys: Sequence[str] = (),
     kind_column: str = "op",
     settings: Mapping[str, str] | None = None,
+    sort: bool = False,
 ) -> FlinkRun:
     """Run ``script`` on the SQL Gateway at ``url``; write its result as ``job`` says (``output``,
-    ``output_format``, ``sink``); see the module's doc for ``shape``. ``settings``: SET statements
-    applied after the script's own (e.g. ``parallelism.default``). Flink's errors raise
+    ``output_format``, ``sink``); see the module's doc for ``shape`` (``sort``: a table by key).
+    ``settings``: SET statements applied after the script's own (e.g. ``parallelism.default``). Flink's errors raise
     :class:`FlinkError` (exit 3) with Flink's message."""
     if shape not in SHAPES:
         raise ValueError(f"unknown result shape {shape!r}")
@@ -123,7 +125,7 @@ def run_on_flink(
                 columns = outcome.columns
                 yield kind, {c.name: convert(v, c) for c, v in zip(columns, fields, strict=False)}
 
-        written = _shaped(rows(), shape, keys, kind_column)
+        written = _shaped(rows(), shape, keys, kind_column, sort)
         counted = _Counted(written)
         result: Result = run_job(job.with_(spec=CopySpec(), rows=counted, inputs=()))
         del result
@@ -143,7 +145,9 @@ class _Counted:
             yield row
 
 
-def _shaped(changes: Iterator[tuple[str, Row]], shape: str, keys: Sequence[str], kind_column: str) -> Iterator[Row]:
+def _shaped(
+    changes: Iterator[tuple[str, Row]], shape: str, keys: Sequence[str], kind_column: str, sort: bool = False
+) -> Iterator[Row]:
     if shape == "changelog":
         for kind, row in changes:
             if kind_column in row:
@@ -158,7 +162,10 @@ def _shaped(changes: Iterator[tuple[str, Row]], shape: str, keys: Sequence[str],
         state = new_state(tuple(keys), Findings(Policy.ignore))
         for kind, row in changes:
             state.apply(kind, row)
-        yield from state.rows()
+        if sort:  # --sort: by key (all columns without one), as the local run sorts
+            yield from sorted(state.rows(), key=lambda r: tuple(sort_key(r.get(c)) for c in (keys or list(r))))
+        else:
+            yield from state.rows()
     else:  # counts: the GROUP BY's update log; its last +I/+U per kind is the count
         last: dict[Any, Row] = {}
         for kind, row in changes:

@@ -301,3 +301,21 @@ def test_the_urls_query_is_session_settings(gateway: Any, tmp_path: Path) -> Non
     assert sets[0] == "SET 'execution.runtime-mode' = 'streaming'"
     assert sets[-1] == "SET 'parallelism.default' = '4'"
     assert not fake.statements[len(sets)].startswith("SET ")  # all SETs before the first table
+
+
+def test_options_only_cdc_honours_are_refused_not_ignored(tmp_path: Path) -> None:
+    source = write_jsonl(tmp_path / "changes.jsonl", CHANGELOG)
+    url = "http://127.0.0.1:9"
+    rejects = run_cdc(["materialize", source, "--on-flink", url, "--rejects", tmp_path / "bad.jsonl"])
+    assert rejects.returncode == 2 and "--rejects" in rejects.stderr.decode()
+    expect = run_cdc(["materialize", source, "--key", "id", "--on-flink", url, "--expect", source])
+    assert expect.returncode == 2 and "--expect" in expect.stderr.decode()
+
+
+def test_sort_orders_the_table_by_key(gateway: Any, tmp_path: Path) -> None:
+    _, url, holder = gateway
+    rows = [("INSERT", [3, "c"]), ("INSERT", [1, "a"]), ("INSERT", [2, "b"])]
+    holder.append(Fake([("id", "BIGINT"), ("v", "VARCHAR")], rows))
+    source = write_jsonl(tmp_path / "in.jsonl", [{"op": "+I", "id": i, "v": v} for i, v in ((3, "c"), (1, "a"))])
+    result = run_cdc(["materialize", source, "--key", "id", "--sort", "-f", "csv", "--on-flink", url])
+    assert result.stdout.decode().splitlines() == ["id,v", "1,a", "2,b", "3,c"]
