@@ -10,7 +10,7 @@
 # Environment: CDC_FLINK_RUN (default scaleout/.cluster: config, logs, PIDs), CDC_FLINK_GATEWAY_PORT
 # (8083), CDC_FLINK_REST_PORT (8081), CDC_FLINK_PARALLELISM (1), CDC_FLINK_SLOTS (4), JAVA_HOME (a
 # JDK 11, 17 or 21: Flink 2.3 does not start on Java 24+; default: the first such java found).
-# Nothing is written into the wheel; nothing listens beyond 127.0.0.1.
+# Nothing is written into the wheel; nothing listens beyond 127.0.0.1. Needs curl (the readiness checks).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 RUN="${CDC_FLINK_RUN:-$here/.cluster}"
