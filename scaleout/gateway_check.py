@@ -56,7 +56,7 @@ def probes(work: Path) -> list[Case]:
 
     late = jsonl(
         "late-fraction.jsonl",
-        [{"op": "+I", "id": i, "price": i} for i in range(3000)] + [{"op": "+I", "id": 3000, "price": 19.99}],
+        [{"op": "INSERT", "id": i, "price": i} for i in range(3000)] + [{"op": "INSERT", "id": 3000, "price": 19.99}],
     )
     nulls = jsonl(
         "null-first.jsonl",
@@ -104,7 +104,7 @@ def probes(work: Path) -> list[Case]:
             [stale],
             ["--key", "id"],
             keys=["id"],
-            note="cdc emits the event's before image until cdc's decode --key follows ChangelogNormalize",
+            note="the -U is the stored row, a no-op update kept: in cdc and in the script (ChangelogNormalize)",
         ),
         Case(
             g,
