@@ -8,10 +8,9 @@ import typer
 
 from cdc.cli import options as o
 from cdc.cli.report import report_findings
-from cdc.cli.running import run
-from cdc.core.inputmodes import parse_delete_when
-from cdc.core.specs import AggregateSpec
+from cdc.cli.running import call
 from cdc.core.state import Policy
+from cdc.engine import api
 from cdc.engine.job import Result
 
 PANEL = "Query"
@@ -101,26 +100,25 @@ def command(
       -g user -a 'cnt=COUNT(url)' | cdc aggregate -g cnt -a 'freq=COUNT(*)'
     ```
     """
-    from cdc.core.aggregate import AggregateQuery
-
-    query = AggregateQuery.parse(
-        group_by or (), agg or (), emit.value, where, retractions=input_mode != o.InputMode.append
+    result = call(
+        common,
+        api.aggregate,
+        "aggregate",
+        summary=_summary,
+        table_kinds=kind_column,
+        group_by=group_by,
+        agg=agg,
+        where=where,
+        emit=emit,
+        input_mode=input_mode,
+        key=key,
+        delete_when=delete_when,
+        on_inconsistency=on_inconsistency,
+        strict=strict,
+        kind_column=kind_column,
     )
-    spec = AggregateSpec(
-        query,
-        input_mode.value,
-        o.split_list(key),
-        parse_delete_when(delete_when),
-        kind_column,
-        Policy.fail if strict else on_inconsistency,
-    )
-    if common.print_sql:
-        from cdc.cli.print_sql import print_aggregate_sql
-
-        print_aggregate_sql(common, spec)
-        return
-    result = run(common, spec, "aggregate", _summary)
-    report_findings("aggregate", result.detail.findings)
+    if result.sql is None:
+        report_findings("aggregate", result.findings)
 
 
 def _summary(result: Result) -> str:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from cdc.cli import options as o
 from cdc.cli.decode import (
-    Bootstrap,
     Key,
     Metadata,
     OnTruncate,
@@ -14,8 +13,10 @@ from cdc.cli.decode import (
     SchemaInclude,
     SchemaIncludeOpt,
     Strict,
-    decode,
+    report_decode_findings,
 )
+from cdc.cli.running import call
+from cdc.engine import api
 
 
 @o.cdc_command(o.INPUT, o.OUTPUT, o.ERRORS, o.REPORT, o.SQL)
@@ -48,19 +49,19 @@ def command(
       --on-error skip --print-sql
     ```
     """
-    decode(
+    result = call(
         common,
-        "debezium",
-        key,
-        schema_include,
-        on_truncate,
-        metadata,
-        raw_values,
-        None,
-        None,
-        Bootstrap.insert,
-        kind_column,
+        api.debezium_decode,
         "debezium-decode",
-        strict,
-        unavailable_placeholder,
+        table_kinds=kind_column,
+        key=key,
+        schema_include=schema_include,
+        on_truncate=on_truncate,
+        metadata=metadata,
+        raw_values=raw_values,
+        kind_column=kind_column,
+        strict=strict,
+        unavailable_placeholder=unavailable_placeholder,
     )
+    if result.sql is None:
+        report_decode_findings("debezium-decode", result.counts.notes)

@@ -7,23 +7,11 @@ from typing import Annotated
 import typer
 
 from cdc.cli import options as o
-from cdc.cli.running import run
-from cdc.core.errors import UsageError
-from cdc.core.specs import EncodeSpec
+from cdc.cli.running import call
+from cdc.engine import api
 from cdc.engine.job import Result
-from cdc.formats.registry import format_of
 
 DBZ_PANEL = "Debezium"
-
-
-def parse_source(pairs: list[str]) -> tuple[tuple[str, str], ...]:
-    source: dict[str, str] = {}
-    for pair in pairs:
-        name, sep, value = pair.partition("=")
-        if not sep or not name.strip():
-            raise UsageError(f"--source: expected KEY=VALUE, got {pair!r}")
-        source[name.strip()] = value
-    return tuple(source.items())
 
 
 @o.cdc_command(o.INPUT, o.OUTPUT, o.ERRORS, o.REPORT, o.SQL)
@@ -46,7 +34,7 @@ def command(
             help="Column for ts_ms (epoch ms or ISO date-time); default: now.",
         ),
     ] = None,
-    source: Annotated[
+    source_fields: Annotated[
         list[str] | None,
         typer.Option(
             "--source",
@@ -73,25 +61,18 @@ def command(
       | cdc debezium-encode --time-column updated_at -o /tmp/events.jsonl
     ```
     """
-    if common.output_format not in (None, "jsonl") or format_of(common.output) not in (None, "jsonl"):
-        raise UsageError(
-            "debezium-encode writes Debezium JSON lines; the output names another format",
-            hint="write to a .jsonl (or .jsonl.gz) file, or stdout",
-        )
-    spec = EncodeSpec(
-        kind_column=kind_column,
+    call(
+        common,
+        api.debezium_encode,
+        "debezium-encode",
+        summary=_summary,
+        draws_tables=False,
         split_updates=split_updates,
         time_column=time_column,
-        source=parse_source(source or []),
-        key=o.split_list(key),
+        source_fields=source_fields,
+        key=key,
+        kind_column=kind_column,
     )
-    if common.print_sql:
-        from cdc.cli.print_sql import print_encode_sql
-
-        print_encode_sql(common, spec)
-        return
-    common.output_format = "jsonl"
-    run(common, spec, "debezium-encode", _summary)
 
 
 def _summary(result: Result) -> str:

@@ -9,8 +9,8 @@ from typing import Annotated, Any
 import typer
 
 from cdc.cli import options as o
-from cdc.cli.running import run
-from cdc.core.specs import DecodeSpec
+from cdc.cli.running import call
+from cdc.engine import api
 
 PANEL = "Envelope"
 
@@ -125,47 +125,6 @@ BootstrapOpt = Annotated[
 ]
 
 
-def decode(
-    common: o.Common,
-    envelope: str,
-    key: list[str] | None,
-    schema_include: SchemaInclude,
-    on_truncate: OnTruncate,
-    metadata: list[str] | None,
-    raw_values: bool,
-    database_include: str | None,
-    table_include: str | None,
-    bootstrap: Bootstrap,
-    kind_column: str,
-    command: str,
-    strict: bool = False,
-    unavailable_placeholder: str | None = None,
-) -> None:
-    from cdc.core.state import Policy
-
-    spec = DecodeSpec(
-        envelope=envelope,
-        kind_column=kind_column,
-        schema_include=schema_include.value,
-        raw_values=raw_values,
-        metadata=tuple(metadata or ()),
-        on_truncate=on_truncate.value,
-        key=o.split_list(key),
-        database_include=database_include,
-        table_include=table_include,
-        bootstrap=bootstrap.value,
-        policy=Policy.fail if strict else Policy.warn,
-        unavailable_placeholder=unavailable_placeholder,
-    )
-    if common.print_sql:
-        from cdc.cli.print_sql import print_decode_sql
-
-        print_decode_sql(common, spec)
-        return
-    result = run(common, spec, command)
-    report_decode_findings(command, result.counts.notes)
-
-
 def report_decode_findings(command: str, notes: Any) -> None:
     """What the events said against themselves, always on stderr (the counts are in --stats too)."""
     from cdc.cli.errors import say
@@ -219,19 +178,23 @@ def command(
       --on-error skip --print-sql
     ```
     """
-    decode(
+    result = call(
         common,
-        envelope.value,
-        key,
-        schema_include,
-        on_truncate,
-        metadata,
-        raw_values,
-        database_include,
-        table_include,
-        bootstrap,
-        kind_column,
+        api.decode,
         "decode",
-        strict,
-        unavailable_placeholder,
+        table_kinds=kind_column,
+        envelope=envelope,
+        key=key,
+        schema_include=schema_include,
+        on_truncate=on_truncate,
+        metadata=metadata,
+        raw_values=raw_values,
+        database_include=database_include,
+        table_include=table_include,
+        bootstrap=bootstrap,
+        kind_column=kind_column,
+        strict=strict,
+        unavailable_placeholder=unavailable_placeholder,
     )
+    if result.sql is None:
+        report_decode_findings("decode", result.counts.notes)

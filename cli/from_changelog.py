@@ -7,9 +7,9 @@ from typing import Annotated
 import typer
 
 from cdc.cli import options as o
-from cdc.cli.running import run
-from cdc.core.convert import from_changelog_spec
+from cdc.cli.running import call
 from cdc.core.presets import PRESETS
+from cdc.engine import api
 
 MAPPING_PANEL = "Op codes"
 
@@ -101,13 +101,17 @@ def command(
       -m 'c, r=INSERT' -m u=UPDATE_AFTER -m d=DELETE --key id
     ```
     """
-    commits = None if commit_columns is None else o.split_list(commit_columns)
-    spec = from_changelog_spec(
-        op, op_mapping or (), preset, o.split_list(key), drop or (), kind_column, commits, drop_commit_columns
+    call(
+        common,
+        api.from_changelog,
+        "from-changelog",
+        table_kinds=kind_column,
+        op=op,
+        op_mapping=op_mapping,
+        preset=preset,
+        key=key,
+        drop=drop,
+        commit_columns=commit_columns,
+        drop_commit_columns=drop_commit_columns,
+        kind_column=kind_column,
     )
-    if common.print_sql:
-        from cdc.cli.print_sql import print_from_changelog_sql
-
-        print_from_changelog_sql(common, spec)
-        return
-    run(common, spec, "from-changelog")

@@ -9,9 +9,8 @@ import orjson
 import typer
 
 from cdc.cli import options as o
-from cdc.cli.running import run
-from cdc.core.errors import UsageError
-from cdc.core.specs import InspectSpec
+from cdc.cli.running import call
+from cdc.engine import api
 from cdc.formats.jsonl import encode_default
 
 
@@ -41,21 +40,21 @@ def command(
     cdc inspect samples/product-prices.jsonl --print-sql
     ```
     """
-    spec = InspectSpec(
-        kind_column=kind_column,
-        key=o.split_list(key),
+    result = call(
+        common,
+        api.inspect,
+        "inspect",
+        key=key,
         time_column=time_column,
-        commit_columns=o.commit_columns(commit_columns),
+        commit_columns=commit_columns,
+        kind_column=kind_column,
     )
-    if common.print_sql:
-        if as_json:
-            raise UsageError("--json is cdc's own report; --print-sql and --on-flink give the changes per kind")
-        from cdc.cli.print_sql import print_inspect_sql
-
-        print_inspect_sql(common, spec)
+    if result.report is None:  # --print-sql; --on-flink: the changes per kind, as rows
+        for row in result.rows or []:
+            sys.stdout.buffer.write(orjson.dumps(row, default=encode_default, option=orjson.OPT_APPEND_NEWLINE))
+        sys.stdout.flush()
         return
-    result = run(common, spec, "inspect")
-    report = result.detail.as_dict(common.inputs)
+    report = result.report
     if as_json:
         sys.stdout.buffer.write(
             orjson.dumps(

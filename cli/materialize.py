@@ -2,21 +2,15 @@
 
 from __future__ import annotations
 
-import os
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from cdc.cli import options as o
 from cdc.cli.report import render_diff, report_findings, state_stats
-from cdc.cli.running import run, stdout_is_terminal
-from cdc.core.compare import compare_tables
-from cdc.core.errors import UsageError
-from cdc.core.specs import CopySpec, MaterializeSpec
+from cdc.cli.running import call, stdout_is_terminal
 from cdc.core.state import Policy
-from cdc.engine.job import Job
-from cdc.engine.run import run_job
-from cdc.engine.sinks import ListSink
+from cdc.engine import api
 
 STATE_PANEL = "State"
 
@@ -67,6 +61,8 @@ Expect = Annotated[
         help="Compare with an expected table (any format): exit 0 equal, 1 different.",
     ),
 ]
+
+
 MemoryLimit = Annotated[
     str | None,
     typer.Option(
@@ -119,45 +115,34 @@ def command(
       | cdc materialize --key id --expect samples/inventory-expected.csv
     ```
     """
-    spec = MaterializeSpec(
-        kind_column=kind_column,
-        key=o.split_list(key),
-        policy=Policy.fail if strict else on_inconsistency,
+    shown: dict[str, Any] = {}
+    if expect is not None and common.output == "-" and common.output_format is None:
+        shown["output"] = None  # stdout shows the diff; the table is written only where -o or -f say
+    elif common.output_format is None and common.output == "-" and stdout_is_terminal():
+        common.output_format = "table"
+    result = call(
+        common,
+        api.materialize,
+        "materialize",
+        summary=lambda r: state_stats(r.detail, r.read, r.counts.written),
+        key=key,
+        on_inconsistency=on_inconsistency,
+        strict=strict,
         dedup=dedup,
         as_of=as_of,
         time_column=time_column,
         sort=sort,
-        commit_columns=o.commit_columns(commit_columns),
+        expect=expect,
+        commit_columns=commit_columns,
+        kind_column=kind_column,
+        memory_limit=memory_limit,
+        temp_dir=temp_dir,
+        **shown,
     )
-    if common.print_sql:
-        if expect is not None:
-            raise UsageError("--expect compares cdc's own table; it does not go with --print-sql or --on-flink")
-        from cdc.cli.print_sql import print_materialize_sql
-
-        print_materialize_sql(common, spec)
+    if result.sql is not None:
         return
-    if expect is not None and not os.path.isfile(expect):
-        raise UsageError(f"--expect: the expected table {expect!r} does not exist")
-    if common.output_format is None and common.output == "-" and expect is None and stdout_is_terminal():
-        common.output_format = "table"
-    from cdc.engine.run import memory_limit as limit_of
-
-    limits = {"memory_limit": limit_of(memory_limit), "temp_dir": temp_dir}
-    if temp_dir is not None and not os.path.isdir(temp_dir):
-        raise UsageError(f"--temp-dir: {temp_dir!r} is not a folder")
-    if expect is None:
-        summary = lambda r: state_stats(r.detail, r.read, r.counts.written)  # noqa: E731
-        result = run(common, spec, "materialize", summary, limits=limits)
-        report_findings("materialize", result.detail.findings)
-        return
-    table = ListSink()
-    result = run(common, spec, "materialize", lambda r: state_stats(r.detail, r.read, len(table.rows)), sink=table)
-    report_findings("materialize", result.detail.findings)
-    if common.output != "-" or common.output_format is not None:  # the table is also wanted as a file
-        run_job(Job(CopySpec(), rows=table.rows, output=common.output, output_format=common.output_format))
-    expected = ListSink()
-    run_job(Job(CopySpec(), inputs=(expect,), sink=expected))
-    diff = compare_tables(table.rows, expected.rows, spec.key)
-    render_diff(diff, expect)
-    if not diff.equal:
-        raise typer.Exit(1)
+    report_findings("materialize", result.findings)
+    if result.differences is not None:
+        render_diff(result.differences, str(expect))
+        if not result.ok:
+            raise typer.Exit(1)

@@ -1,9 +1,9 @@
 """Options shared by the commands, declared once, as groups a command asks for.
 
 ``@cdc_command(INPUT, OUTPUT, ERRORS, REPORT)`` appends the groups' options to the command's own
-and hands the command one ``Common`` object with their values; the command's body then builds a
-spec and calls ``cli.running.run``. Errors raised anywhere inside become a message and an exit
-code at one boundary (``cli.errors``).
+and hands the command one ``Common`` object with their values; the command's body then makes
+one Python API call (``cli.running.call``) and renders its result. Errors raised anywhere
+inside become a message and an exit code at one boundary (``cli.errors``).
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ class Common:
     progress: bool | None = None
     verbose: bool = False
     print_sql: bool = False
-    on_flink: str | None = None  # a SQL Gateway's URL: the --print-sql script is run there
+    on_flink: str | None = None  # a SQL Gateway's URL: the --print-sql script runs there (engine.on_flink)
     flink_version: str = "2.3"
     sql_source: str = "filesystem"
     sql_sink: str = "none"
@@ -71,6 +71,7 @@ class Common:
     sink_topic: str | None = None
     bootstrap_servers: str | None = None
     sink_path: str | None = None
+    given: frozenset[str] = frozenset()  # the shared options the command has (cli.running.call passes them on)
 
 
 @dataclass(frozen=True)
@@ -367,7 +368,7 @@ def cdc_command(*groups: Group) -> Callable[[Callable[..., None]], Callable[...,
         def wrapper(**values: Any) -> None:
             from cdc.cli.errors import reported_errors
 
-            common = Common()
+            common = Common(given=frozenset(names))
             for name in names:
                 value = values.pop(name)
                 if name == "columns":
@@ -378,8 +379,6 @@ def cdc_command(*groups: Group) -> Callable[[Callable[..., None]], Callable[...,
                     value = value.lower()
                 setattr(common, name, value)
             with reported_errors(common.verbose, common.output):
-                if common.on_flink is not None:
-                    on_flink(common)
                 command(common=common, **values)
 
         wrapper.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
@@ -387,25 +386,6 @@ def cdc_command(*groups: Group) -> Callable[[Callable[..., None]], Callable[...,
         return wrapper
 
     return decorate
-
-
-def on_flink(common: Common) -> None:
-    """``--on-flink``: the command takes its ``--print-sql`` branch, whose script is then run
-    on the cluster (``cli.print_sql.emit``) instead of printed; the input is checked to be a path
-    the cluster reads."""
-    from cdc.core.errors import UsageError
-    from cdc.engine.on_flink import cluster_input
-
-    if common.print_sql:
-        raise UsageError("--print-sql prints the script, --on-flink runs it: give one of them")
-    if common.rejects is not None:
-        raise UsageError("--rejects keeps the records cdc skips; on a cluster Flink's format skips them unseen")
-    if len(common.inputs) > 1:
-        raise UsageError(
-            "--on-flink runs one input file; the cluster's script reads one table", hint="concatenate them"
-        )
-    common.inputs = [cluster_input(path, common.on_flink or "") for path in common.inputs]
-    common.print_sql = True
 
 
 CommitColumnsOpt = Annotated[
@@ -418,7 +398,3 @@ CommitColumnsOpt = Annotated[
         "_change_ordinal, _commit_snapshot_id where present; '' for none]",
     ),
 ]
-
-
-def commit_columns(value: str | None) -> tuple[str, ...] | None:
-    return None if value is None else split_list(value)

@@ -4,18 +4,17 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Iterator
 from typing import Annotated, Any
 
 import typer
 
 from cdc.cli import options as o
 from cdc.cli.errors import say
-from cdc.cli.running import job_of, run
+from cdc.cli.running import call
 from cdc.core.errors import UsageError
-from cdc.core.inputmodes import change_reader, parse_delete_when
-from cdc.core.replay import KeyedReplay, ReplayCounts
-from cdc.core.specs import ReplaySpec
+from cdc.core.replay import ReplayCounts
+from cdc.engine import api
 from cdc.engine.job import Result
 
 REPLAY_PANEL = "Replay"
@@ -100,8 +99,14 @@ def command(
         bool, typer.Option("--live", rich_help_panel=REPLAY_PANEL, help="Watch the table change (a terminal only).")
     ] = False,
     delay: Annotated[
-        float, typer.Option("--delay", rich_help_panel=REPLAY_PANEL, help="With --live: seconds per change.")
-    ] = 0.1,
+        float | None,
+        typer.Option(
+            "--delay",
+            rich_help_panel=REPLAY_PANEL,
+            show_default=False,
+            help="With --live: seconds per change. \\[default: 0.1]",
+        ),
+    ] = None,
     kind_column: o.KindColumn = "op",
 ) -> None:
     """Run a changelog through keyed state and re-emit it as retract or upsert (Flink ChangelogNormalize).
@@ -120,30 +125,35 @@ def command(
       --time-column update_time --since 10:00:00 --until 12:00:00 --net
     ```
     """
-    spec = ReplaySpec(
-        key=o.split_list(key),
-        emit=emit.value,
-        keep_noop=keep_noop,
-        order_by=order_by,
-        time_column=time_column,
-        since=since,
-        until=until,
-        net=net,
-        input_mode=input_mode.value,
-        delete_when=parse_delete_when(delete_when),
-        kind_column=kind_column,
+    options: dict[str, Any] = {
+        "key": key,
+        "input_mode": input_mode,
+        "emit": emit,
+        "delete_when": delete_when,
+        "keep_noop": keep_noop,
+        "order_by": order_by,
+        "time_column": time_column,
+        "since": since,
+        "until": until,
+        "net": net,
+        "kind_column": kind_column,
+    }
+    if not live:
+        if delay is not None:
+            raise UsageError("--delay paces --live; without --live there is nothing to pace")
+        call(common, api.replay, "replay", summary=_summary, table_kinds=kind_column, **options)
+        return
+    if common.print_sql or common.output != "-" or common.output_format is not None or common.columns:
+        raise UsageError("--live draws the table on the terminal; it writes no output and prints no SQL")
+    if not sys.stdout.isatty():
+        raise UsageError(
+            "--live shows a table changing on a terminal, and stdout is not one",
+            hint="drop --live to write the replayed changelog, or run it in a terminal",
+        )
+    steps = api.replay_steps(
+        common.inputs, input_format=common.input_format, on_error=common.on_error, rejects=common.rejects, **options
     )
-    if common.print_sql:
-        if live:
-            raise UsageError("--live paces cdc's own output; it does not go with --print-sql or --on-flink")
-        from cdc.cli.print_sql import print_replay_sql
-
-        print_replay_sql(common, spec)
-        return
-    if live:
-        _live(common, spec, delay)
-        return
-    run(common, spec, "replay", _summary)
+    _live(steps, 0.1 if delay is None else delay)
 
 
 def _summary(result: Result) -> str:
@@ -159,55 +169,30 @@ def _summary(result: Result) -> str:
     return ", ".join(parts)
 
 
-def _live(common: o.Common, spec: ReplaySpec, delay: float) -> None:
+def _live(steps: Iterator[api.ReplayStep], delay: float) -> None:
     """A rich Live table: each change applies, its row lights up in its kind's colour."""
-    if not sys.stdout.isatty():
-        raise UsageError(
-            "--live shows a table changing on a terminal, and stdout is not one",
-            hint="drop --live to write the replayed changelog, or run it in a terminal",
-        )
     from rich.console import Console
     from rich.live import Live
     from rich.table import Table
 
     from cdc.cli.table import KIND_STYLES, cell
-    from cdc.core.specs import CopySpec
-    from cdc.engine.run import run_job
 
-    state = KeyedReplay(spec)
     console = Console()
-    change_of = change_reader(spec.input_mode, spec.kind_column, spec.delete_when)
 
-    def render(last_kind: str | None, last_key: Any) -> Table:
-        table = Table(title=f"replay — {len(state.table)} live rows", show_edge=False)
-        rows = list(state.rows())
+    def render(step: api.ReplayStep | None) -> Table:
+        table = Table(title=f"replay — {step.live if step else 0} live rows", show_edge=False)
+        rows = list(step.rows()) if step else []
         for column in dict.fromkeys(c for r in rows for c in r):
             table.add_column(column)
         for row in rows[-(console.size.height - 6) :]:
-            highlight = last_kind is not None and state.table.key_of(row) == last_key
-            table.add_row(
-                *[cell(v) for v in row.values()], style=KIND_STYLES.get(last_kind or "", "") if highlight else ""
-            )
+            highlight = step is not None and step.key_of(row) == step.key
+            style = KIND_STYLES.get(step.kind, "") if step is not None and highlight else ""
+            table.add_row(*[cell(v) for v in row.values()], style=style)
         return table
 
-    class Watch:
-        """A sink that applies each row as it arrives and redraws the table."""
-
-        def __init__(self, view: Live):
-            self.view = view
-
-        def write_rows(self, rows: Iterable[dict[str, Any]]) -> None:
-            for row in rows:
-                kind, image = change_of(row)
-                out = state.apply(kind, image)
-                if out:
-                    self.view.update(render(out[-1][0], state.table.key_of(image)))
-                    time.sleep(delay)
-
-        def close(self) -> None:
-            pass
-
-    with Live(render(None, None), console=console, refresh_per_second=20) as view:
-        reads = "changelog" if spec.input_mode == "changelog" else "rows"
-        run_job(job_of(common, CopySpec(reads, spec.kind_column), Watch(view)))
-    say(f"cdc: replay: {len(state.table)} live rows")
+    last = None
+    with Live(render(None), console=console, refresh_per_second=20) as view:
+        for last in steps:
+            view.update(render(last))
+            time.sleep(delay)
+    say(f"cdc: replay: {last.live if last else 0} live rows")

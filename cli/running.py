@@ -1,4 +1,5 @@
-"""The CLI as a client of the engine: flags → a job, the job run, its account on stderr."""
+"""The CLI as a client of the Python API: a command's flags → one API call, its result rendered
+(rows as a table, the ``--stats`` line, skips; the SQL script of ``--print-sql``)."""
 
 from __future__ import annotations
 
@@ -9,27 +10,14 @@ from typing import Any
 from cdc.cli.errors import say
 from cdc.cli.options import Common
 from cdc.core.errors import UsageError
-from cdc.engine.job import Job, Result, RowSink
-from cdc.engine.run import run_job
-from cdc.engine.tables import output_kind_column
+from cdc.engine.job import Result, RowSink
+
+# Shared options that only change how the result is shown; the rest reach the API by name
+# (``inputs`` as its source, ``--progress`` as the bar it advances).
+RENDERING = frozenset({"inputs", "stats", "verbose", "progress"})
 
 
-def job_of(common: Common, spec: Any, sink: RowSink | None = None, limits: dict[str, Any] | None = None) -> Job:
-    return Job(
-        spec,
-        inputs=tuple(common.inputs),
-        input_format=common.input_format,
-        output=common.output,
-        output_format=common.output_format,
-        columns=common.columns,
-        on_error=common.on_error,
-        rejects=common.rejects,
-        sink=sink,
-        **(limits or {}),
-    )
-
-
-def table_sink(common: Common, spec: Any, title: str | None = None) -> RowSink | None:
+def table_sink(common: Common, kind_column: str | None, title: str | None = None) -> RowSink | None:
     """``-f table``: rows drawn with rich on stdout, instead of a file format."""
     if common.output_format != "table":
         return None
@@ -37,28 +25,49 @@ def table_sink(common: Common, spec: Any, title: str | None = None) -> RowSink |
         raise UsageError("-f table draws on the terminal; to write a file, name a file format (jsonl, csv, parquet)")
     from cdc.cli.table import TableWriter
 
-    return TableWriter(output_kind_column(spec), title)
+    return TableWriter(kind_column, title)
 
 
-def run(
+def call(
     common: Common,
-    spec: Any,
+    function: Callable[..., Result],
     command: str,
+    *,
     summary: Callable[[Result], str] | None = None,
-    sink: RowSink | None = None,
-    limits: dict[str, Any] | None = None,
+    table_kinds: str | None = None,
+    draws_tables: bool = True,
+    **options: Any,
 ) -> Result:
-    """Run the job the flags describe; print its summary (``--stats``) and its skips. ``limits``:
-    ``memory_limit`` and ``temp_dir`` of a command that can spill."""
-    from cdc.cli.progress import Bar, wanted
+    """``function`` (a ``cdc.engine.api`` function) called with the command's own ``options`` and
+    its shared flags; then its SQL printed, or its summary (``--stats``) and skips reported.
+    ``-f table`` becomes a rich table of the rows (its ``table_kinds`` column coloured by kind),
+    unless the command ``draws_tables=False`` (its output is not rows)."""
+    shared = {name: getattr(common, name) for name in sorted(common.given - RENDERING)}
+    sink = table_sink(common, table_kinds) if "output_format" in shared and draws_tables else None
+    if sink is not None:
+        shared.update(output=sink, output_format=None)
+    shared.update(options)
+    bar = None
+    if "progress" in common.given and not common.print_sql:
+        from cdc.cli.progress import Bar, wanted
 
-    job = job_of(common, spec, sink if sink is not None else table_sink(common, spec), limits)
-    bar = Bar() if wanted(common.progress, common.inputs, common.output) else None
+        bar = Bar() if wanted(common.progress, common.inputs, common.output) else None
+        shared["progress"] = bar
     try:
-        result = run_job(job, bar)
+        result = function(common.inputs, **shared)
     finally:
         if bar is not None:
             bar.stop()
+    if result.sql is not None:
+        sys.stdout.write(result.sql)
+        sys.stdout.flush()
+        return result
+    if result.flink_job is not None:  # --on-flink: the cluster made the rows
+        if common.sql_sink != "none":
+            say(f"cdc: {command}: flink job {result.flink_job} wrote to the {common.sql_sink} sink")
+        elif common.stats:
+            say(f"cdc: {command}: flink job {result.flink_job}: {result.counts.written} row(s) written")
+        return result
     report(common, command, result, summary)
     return result
 

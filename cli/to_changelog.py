@@ -8,8 +8,8 @@ import typer
 
 from cdc.cli import options as o
 from cdc.cli.from_changelog import MAPPING_PANEL, Drop, Preset
-from cdc.cli.running import run
-from cdc.core.convert import to_changelog_spec
+from cdc.cli.running import call
+from cdc.engine import api
 
 OpName = Annotated[
     str | None,
@@ -57,10 +57,13 @@ def command(
     cdc to-changelog -i debezium samples/mysql-inventory.jsonl -f csv
     ```
     """
-    spec = to_changelog_spec(op, op_mapping or (), preset, drop or (), kind_column)
-    if common.print_sql:
-        from cdc.cli.print_sql import print_to_changelog_sql
-
-        print_to_changelog_sql(common, spec)
-        return
-    run(common, spec, "to-changelog")
+    call(
+        common,
+        api.to_changelog,
+        "to-changelog",
+        op=op,
+        op_mapping=op_mapping,
+        preset=preset,
+        drop=drop,
+        kind_column=kind_column,
+    )

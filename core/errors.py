@@ -62,3 +62,15 @@ class InputError(CdcError):
 
 class InconsistencyError(InputError):
     """A change contradicts the state built so far (under ``--on-inconsistency fail``)."""
+
+
+class ExpectationFailed(CdcError):
+    """``materialize(..., expect=...)``: the table differs from the expected one (exit 1 on the
+    command line). Raised by ``Result.check()``; ``differences`` is the ``TableDiff`` (rows only
+    in the result, only in the expected table, changed cells, column sets)."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, differences: object, *, hint: str | None = None):
+        super().__init__(message, hint=hint)
+        self.differences = differences

@@ -58,6 +58,11 @@ class Profile:
                 if self.time_max is None or sort_key(value) > sort_key(self.time_max):
                     self.time_max = value
 
+    @property
+    def findings(self) -> Findings:
+        """The changes that contradicted the state (the API's ``result.findings``)."""
+        return self.state.findings
+
     def as_dict(self, sources: Sequence[str]) -> dict[str, Any]:
         kinds = {k for k, n in self.state.by_kind.items() if n}
         findings = self.state.findings

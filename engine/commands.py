@@ -11,6 +11,7 @@ word in the table of each path that honours it — until then those paths declin
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -55,23 +56,30 @@ def lookup(table: Mapping[type, T], spec: Any) -> T | None:
     return None
 
 
-def _set(obj: Any, names: Any = None) -> list[str]:
-    """The dataclass fields of ``obj`` whose value is not their default (a field without a default
-    is always set)."""
+_REQUIRED = object()
+
+
+@functools.cache
+def _defaults(cls: type, names: tuple[str, ...] | None) -> tuple[tuple[str, Any], ...]:
+    """Each dataclass field of ``cls`` (of ``names``) with its default (``_REQUIRED``: none)."""
     out = []
-    for f in dataclasses.fields(obj):
+    for f in dataclasses.fields(cls):
         if names is not None and f.name not in names:
             continue
         if f.default is not dataclasses.MISSING:
-            default = f.default
+            out.append((f.name, f.default))
         elif f.default_factory is not dataclasses.MISSING:
-            default = f.default_factory()
+            out.append((f.name, f.default_factory()))
         else:
-            out.append(f.name)
-            continue
-        if getattr(obj, f.name) != default:
-            out.append(f.name)
-    return out
+            out.append((f.name, _REQUIRED))
+    return tuple(out)
+
+
+def _set(obj: Any, names: tuple[str, ...] | None = None) -> list[str]:
+    """The dataclass fields of ``obj`` whose value is not their default (a field without a default
+    is always set)."""
+    cls: type = type(obj)
+    return [name for name, default in _defaults(cls, names) if default is _REQUIRED or getattr(obj, name) != default]
 
 
 def set_fields(spec: Any) -> list[str]:

@@ -60,19 +60,54 @@ class Job:
 
 @dataclass
 class Result:
-    """What a run did, for ``--stats``, skip reports and the API."""
+    """What a run did: the API's return value, and what the commands report (``--stats``).
 
-    path: str = ""  # the path that ran (rows, lines, kernel-lines, arrow …; "arrow-state→rows" after a hand-over)
-    handover: str | None = None  # why the path handed the run over to the row path's rules
-    read: int = 0  # input records, good or bad
+    - ``rows``: the output rows, when the call had no ``output=`` (else None: they were written);
+    - ``path``: the engine path that ran (rows, lines, kernel-lines, arrow …; ``arrow-state→rows``
+      after a hand-over), ``handover``: why the path handed the run over to the row path's rules;
+    - ``read``: input records, good or bad; ``counts``: rows per kind read and written (``Counts``);
+    - ``skipped``: bad records set aside under ``on_error="skip"``; ``first_skip`` the first one;
+    - ``findings``: materialize, aggregate, inspect: the changes that contradicted the state
+      (``.total``, ``.counts``, ``.examples``); None for commands that keep no state;
+    - ``differences``: materialize with ``expect=``: a ``TableDiff`` (``.equal``, ``.changed``,
+      ``.only_in_result``, ``.only_in_expected``, ``.summary()``); None without ``expect=``;
+    - ``ok``: False when ``expect=`` was given and the table differs; ``check()`` raises
+      ``cdc.ExpectationFailed`` then (``raise_for_diff()`` is the same);
+    - ``report``: inspect: the report as ``cdc inspect --json`` prints it (a dict);
+    - ``sql``: with ``print_sql=True``: the Flink SQL script; nothing else ran;
+    - ``flink_job``: with ``on_flink=URL``: the id of the Flink job whose rows were written;
+    - ``detail``: the command's own account (a table state, replay counts, an inspect profile).
+    """
+
+    path: str = ""
+    handover: str | None = None
+    read: int = 0
     counts: Counts = field(default_factory=Counts)
     skipped: int = 0
     first_skip: InputError | None = None
-    detail: Any = None  # the command's own account: a state, replay counts, a profile
-    rows: list[Row] | None = None  # the API's collected output
+    detail: Any = None
+    rows: list[Row] | None = None
+    differences: Any = None  # a core.compare.TableDiff
+    report: dict[str, Any] | None = None
+    sql: str | None = None
+    flink_job: str | None = None  # with on_flink: the Flink job that made the rows
 
     @property
     def findings(self) -> Any:
-        """materialize: the changes that contradicted the table (``.total``, ``.counts``,
-        ``.examples``); None for commands that keep no table."""
+        """The changes that contradicted the state (``.total``, ``.counts``, ``.examples``), or None."""
         return getattr(self.detail, "findings", None)
+
+    @property
+    def ok(self) -> bool:
+        """False when ``expect=`` was given and the result differs from it."""
+        return self.differences is None or bool(self.differences.equal)
+
+    def check(self) -> Result:
+        """Raise ``cdc.ExpectationFailed`` (its ``differences`` attached) unless ``ok``; returns self."""
+        if not self.ok:
+            from cdc.core.errors import ExpectationFailed
+
+            raise ExpectationFailed(f"the result {self.differences.summary()}", self.differences)
+        return self
+
+    raise_for_diff = check

@@ -193,12 +193,12 @@ def test_a_csv_with_bare_cr_line_ends_is_bad_input_not_a_crash(tmp_path: Path, c
 
 
 def test_an_error_no_check_foresaw_is_a_message_not_a_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
-    import cdc.cli.running
+    import cdc.engine.api
 
     def broken(*_: object, **__: object) -> None:
         raise ZeroDivisionError("division by zero")
 
-    monkeypatch.setattr(cdc.cli.running, "run_job", broken)
+    monkeypatch.setattr(cdc.engine.api, "run_job", broken)
     result = invoke(["from-changelog", "--preset", "flink-short"], stdin='{"op":"+I","id":1}\n')
     assert result.exit_code == 3
     assert result.stderr.startswith("cdc: error: unexpected ZeroDivisionError: division by zero\nhint: ")

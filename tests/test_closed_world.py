@@ -98,6 +98,9 @@ VALUES: dict[tuple[type, str], dict[str, Any]] = {
     (DecodeSpec, "database_include"): {"envelope": "maxwell", "database_include": "shop"},
     (DecodeSpec, "table_include"): {"envelope": "maxwell", "table_include": "orders"},
     (DecodeSpec, "bootstrap"): {"envelope": "maxwell", "bootstrap": "skip"},
+    (DecodeSpec, "policy"): {"policy": Policy.fail},
+    (DecodeSpec, "unavailable_placeholder"): {"unavailable_placeholder": "__n/a__"},
+    (DecodeSpec, "live_rows"): {"live_rows": True},
     (EncodeSpec, "kind_column"): {"kind_column": "kind"},
     (EncodeSpec, "split_updates"): {"split_updates": True},
     (EncodeSpec, "time_column"): {"time_column": "ts"},
@@ -242,7 +245,12 @@ def _one_time() -> Any:
     import datetime as dt
     from unittest import mock
 
-    import pyarrow  # noqa: F401 - loaded before datetime is patched: it keeps the real type
+    # pyarrow's extension modules, loaded before datetime is patched: each keeps the real type
+    import pyarrow._compute
+    import pyarrow._csv
+    import pyarrow._json
+    import pyarrow.dataset
+    import pyarrow.parquet  # noqa: F401
 
     class Frozen(dt.datetime):
         @classmethod

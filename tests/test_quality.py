@@ -46,15 +46,23 @@ def test_formats_does_not_import_the_engine_the_cli_or_its_libraries() -> None:
             assert name.split(".")[0] not in {"typer", "rich", "click"}, f"{path.name} imports {name}"
 
 
-def test_the_cli_reaches_paths_only_through_the_planner() -> None:
-    # A command module that imported a path (rows, lines, kernel, Arrow…) would choose one itself:
-    # the planner (engine/plan.py, behind engine.run) is the only place that chooses.
-    engine_front = {"job", "run", "inputs", "sinks", "tables", "api", "on_flink"}  # on_flink writes via run_job
+def test_the_cli_is_a_client_of_the_python_api() -> None:
+    # A command maps its flags to one call of cdc.engine.api and renders the result: it imports
+    # no path, planner, runner or sink (the API runs jobs), and builds no spec (the API does).
     for path in package_files("cli"):
-        for name in imports_of(path):
-            if name.startswith("cdc.engine"):
-                part = name.split(".")[2] if name.count(".") >= 2 else ""
-                assert part in engine_front, f"{path.name} imports {name}"
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = (
+                    [f"{node.module}.{a.name}" for a in node.names] if node.module == "cdc.engine" else [node.module]
+                )
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            else:
+                continue
+            for name in names:
+                if name.startswith("cdc.engine"):
+                    assert name in ("cdc.engine.api", "cdc.engine.job"), f"{path.name} imports {name}"
+                assert name not in ("cdc.core.specs", "cdc.core.convert"), f"{path.name} builds a spec ({name})"
 
 
 def _modules_after(args: list[str]) -> set[str]:

@@ -1,14 +1,12 @@
-"""``--print-sql``: read the input once to declare its columns, print the Flink SQL (``--on-flink``: run it)."""
+"""``--print-sql``: read the input once to declare its columns and make the Flink SQL script (the
+API's ``print_sql=True``: ``result.sql``; ``on_flink=URL``: the script run on a cluster)."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from cdc.cli.options import Common
-from cdc.cli.running import job_of
 from cdc.core.errors import UsageError
 from cdc.core.flinksql import (
     ColumnTypes,
@@ -44,6 +42,37 @@ from cdc.engine.inputs import open_rows, resolve
 from cdc.engine.job import Job
 
 SAMPLE_ROWS = 100
+
+
+@dataclass
+class Common:
+    """What a script is made from: the job's inputs and error handling, and where the script
+    reads and writes (the commands' ``--print-sql`` group, the API's keywords of the same names)."""
+
+    inputs: list[str] = field(default_factory=lambda: ["-"])
+    input_format: str | None = None
+    on_error: OnError = OnError.fail
+    flink_version: str = "2.3"
+    sql_source: str = "filesystem"
+    sql_sink: str = "none"
+    topic: str | None = None
+    sink_topic: str | None = None
+    bootstrap_servers: str | None = None
+    sink_path: str | None = None
+
+
+def job_of(common: Common, spec: Any) -> Job:
+    return Job(spec, inputs=tuple(common.inputs), input_format=common.input_format, on_error=common.on_error)
+
+
+class FlinkScript(str):
+    """A script, and how its last statement's rows make the command's output when it runs on a
+    cluster (``engine.on_flink``: ``shape``, the ``keys`` of a table, the ``kind_column``, ``sort``)."""
+
+    shape: str
+    keys: tuple[str, ...]
+    kind_column: str
+    sort: bool
 
 
 def _ignore(err: Any, raw: str) -> None:
@@ -108,33 +137,21 @@ def _sink(common: Common, key: tuple[str, ...] = (), kind_column: str = "op") ->
     return Sink(common.sql_sink, common.sink_path, common.sink_topic, common.bootstrap_servers, key, kind_column)
 
 
-def emit(common: Common, sql: str, shape: str, spec: Any = None, keys: tuple[str, ...] = ()) -> None:
-    """Print the script, or with ``--on-flink`` run it on the cluster and write its rows as the
-    local run writes them (``shape``: see ``engine.on_flink``; a ``--sql-sink`` makes it ``sink``)."""
-    if common.on_flink is None:
-        sys.stdout.write(sql)
-        sys.stdout.flush()
-        return
-    from cdc.cli.errors import say
-    from cdc.cli.running import table_sink
-    from cdc.engine.on_flink import run_on_flink
-
-    if common.sql_sink != "none":
-        shape = "sink"
-    kind_column = getattr(spec, "kind_column", "op")
-    job = job_of(common, spec, table_sink(common, spec) if spec is not None else None)
-    sort = bool(getattr(spec, "sort", False))
-    done = run_on_flink(common.on_flink, sql, job, shape, keys=keys, kind_column=kind_column, sort=sort)
-    if shape == "sink":
-        say(f"cdc: flink job {done.job_id} wrote to the {common.sql_sink} sink")
-    elif common.stats:
-        say(f"cdc: flink job {done.job_id}: {done.rows} row(s) written")
+def emit(common: Common, sql: str, shape: str, spec: Any = None, keys: tuple[str, ...] = ()) -> FlinkScript:
+    """The script, with what ``--on-flink`` needs to write its rows as the local run writes them
+    (``shape``: see ``engine.on_flink``; a ``--sql-sink`` makes it ``sink``)."""
+    script = FlinkScript(sql)
+    script.shape = "sink" if common.sql_sink != "none" else shape
+    script.keys = tuple(keys)
+    script.kind_column = str(getattr(spec, "kind_column", "op"))
+    script.sort = bool(getattr(spec, "sort", False))
+    return script
 
 
-def print_from_changelog_sql(common: Common, spec: FromChangelogSpec) -> None:
+def print_from_changelog_sql(common: Common, spec: FromChangelogSpec) -> str:
     got = sample(job_of(common, spec))
     source = _source(got.job, common, spec.keys)
-    emit(
+    return emit(
         common,
         from_changelog_sql(
             "cdc from-changelog",
@@ -197,9 +214,9 @@ def changelog_sample(
     return Sampled(source, got.types, got.empty_strings, None, got.rows, got.numbers)
 
 
-def print_to_changelog_sql(common: Common, spec: ToChangelogSpec) -> None:
+def print_to_changelog_sql(common: Common, spec: ToChangelogSpec) -> str:
     got = changelog_sample(common, spec, spec.kind_column)
-    emit(
+    return emit(
         common,
         to_changelog_sql(
             "cdc to-changelog",
@@ -312,7 +329,7 @@ def _envelope_source(common: Common, envelope: str, key: tuple[str, ...]) -> Sou
     return Source(path, envelope, common.sql_source, common.topic, common.bootstrap_servers, key)
 
 
-def print_decode_sql(common: Common, spec: DecodeSpec) -> None:
+def print_decode_sql(common: Common, spec: DecodeSpec) -> str:
     spec = replace(spec, envelope=_envelope_of(common, spec))
     _consistency_unchecked(spec.policy, "decode")
     if spec.unavailable_placeholder is not None:
@@ -329,7 +346,7 @@ def print_decode_sql(common: Common, spec: DecodeSpec) -> None:
         info = replace(info, on_truncate=spec.on_truncate)
         if spec.key and common.inputs and common.inputs[0] != "-":
             info = replace(info, stale_before=stale_befores(_records(common.inputs[0]), spec.key, spec.schema_include))
-        emit(
+        return emit(
             common,
             debezium_sql(
                 "cdc debezium-decode",
@@ -347,14 +364,13 @@ def print_decode_sql(common: Common, spec: DecodeSpec) -> None:
             spec,
             spec.key,
         )
-        return
     from cdc.core.envelopes import parse_metadata as envelope_metadata
 
     columns, info = envelope_sample(common, spec)
     info = replace(info, on_truncate=spec.on_truncate)
     if spec.key and spec.envelope == "ogg" and common.inputs and common.inputs[0] != "-":
         info = replace(info, stale_before=stale_befores(_records(common.inputs[0]), spec.key))
-    emit(
+    return emit(
         common,
         decode_sql(
             _envelope_source(common, spec.envelope, spec.key),
@@ -387,7 +403,7 @@ def _consistency_unchecked(policy: Any, command: str) -> None:
         )
 
 
-def print_aggregate_sql(common: Common, spec: AggregateSpec) -> None:
+def print_aggregate_sql(common: Common, spec: AggregateSpec) -> str:
     """The continuous GROUP BY over the input table (append-only rows, or changelog rows read
     back through FROM_CHANGELOG; upsert rows only from an upsert-kafka source)."""
     _consistency_unchecked(spec.policy, "aggregate")
@@ -397,7 +413,7 @@ def print_aggregate_sql(common: Common, spec: AggregateSpec) -> None:
     numeric_text = any(
         a.func in ("SUM", "AVG") and a.arg is not None and got.types.get(a.arg) == "STRING" for a in spec.query.aggs
     )
-    emit(
+    return emit(
         common,
         aggregate_sql(
             got.source,
@@ -423,7 +439,7 @@ def print_aggregate_sql(common: Common, spec: AggregateSpec) -> None:
     )
 
 
-def print_materialize_sql(common: Common, spec: MaterializeSpec) -> None:
+def print_materialize_sql(common: Common, spec: MaterializeSpec) -> str:
     """The table a changelog describes, as the SQL client's result table (or an upsert sink)."""
     from cdc.core.presets import COMMIT_COLUMNS
 
@@ -437,7 +453,7 @@ def print_materialize_sql(common: Common, spec: MaterializeSpec) -> None:
     # A change feed's commit columns are not part of the table (cdc leaves them out, and out of a
     # retraction's match): the query selects the other columns.
     commit = COMMIT_COLUMNS if spec.commit_columns is None else spec.commit_columns
-    emit(
+    return emit(
         common,
         materialize_sql(
             got.source,
@@ -467,7 +483,7 @@ def every_row(common: Common, kind_column: str) -> Iterator[dict[str, Any]]:
     yield from open_rows(job, _ignore, None, Counts())
 
 
-def print_replay_sql(common: Common, spec: ReplaySpec) -> None:
+def print_replay_sql(common: Common, spec: ReplaySpec) -> str:
     """ChangelogNormalize: an upsert-kafka source keyed by --key, or keep-last by --order-by."""
     if spec.since is not None or spec.until is not None:
         raise UsageError(
@@ -476,7 +492,7 @@ def print_replay_sql(common: Common, spec: ReplaySpec) -> None:
         )
     reads = "changelog" if spec.input_mode == "changelog" else "rows"
     got = changelog_sample(common, spec, spec.kind_column, reads, spec.key, spec.input_mode == "upsert")
-    emit(
+    return emit(
         common,
         replay_sql(
             got.source,
@@ -501,7 +517,7 @@ def print_replay_sql(common: Common, spec: ReplaySpec) -> None:
     )
 
 
-def print_encode_sql(common: Common, spec: EncodeSpec) -> None:
+def print_encode_sql(common: Common, spec: EncodeSpec) -> str:
     """A debezium-json sink written from the changelog (Flink's form: -U → d, +U → c)."""
     got = changelog_sample(common, spec, spec.kind_column)
     sink = _sink(common, spec.key, spec.kind_column)
@@ -510,7 +526,7 @@ def print_encode_sql(common: Common, spec: EncodeSpec) -> None:
             "debezium-encode writes events: name where, --sql-sink kafka --sink-topic T --bootstrap-servers H "
             "(or --sql-sink filesystem --sink-path DIR)"
         )
-    emit(
+    return emit(
         common,
         debezium_encode_sql(
             got.source,
@@ -528,11 +544,11 @@ def print_encode_sql(common: Common, spec: EncodeSpec) -> None:
     )
 
 
-def print_inspect_sql(common: Common, spec: InspectSpec) -> None:
+def print_inspect_sql(common: Common, spec: InspectSpec) -> str:
     """The changes per kind (and the time range per kind) — the part of cdc's report one
     streaming GROUP BY computes; the script's header says what it leaves out."""
     got = changelog_sample(common, spec, spec.kind_column)
-    emit(
+    return emit(
         common,
         inspect_sql(
             got.source,
