@@ -319,3 +319,14 @@ def test_sort_orders_the_table_by_key(gateway: Any, tmp_path: Path) -> None:
     source = write_jsonl(tmp_path / "in.jsonl", [{"op": "+I", "id": i, "v": v} for i, v in ((3, "c"), (1, "a"))])
     result = run_cdc(["materialize", source, "--key", "id", "--sort", "-f", "csv", "--on-flink", url])
     assert result.stdout.decode().splitlines() == ["id,v", "1,a", "2,b", "3,c"]
+
+
+def test_the_python_api_runs_on_flink_too(gateway: Any, tmp_path: Path) -> None:
+    from cdc.engine import api
+
+    _, url, holder = gateway
+    holder.append(Fake(COLUMNS, FLINK_ROWS))
+    source = write_jsonl(tmp_path / "changes.jsonl", CHANGELOG)
+    result = api.materialize(source, key="id", on_flink=url)
+    assert result.rows == api.materialize(source, key="id").rows
+    assert result.flink_job == "j1" and result.sql is None
