@@ -1,4 +1,4 @@
-# Type stub of the C kernel (engine/paths/native/_kernel.c). Each call converts lines from
+# Type stub of the C kernel (engine/paths/native/*.c, one module). Each call converts lines from
 # ``start`` until the first line it declines (returned position < len(chunk)) or the end.
 # columns, debezium:
 #     (output, position, lines done, counts per kind (+I, -U, +U, -D), rows dropped)

@@ -3,8 +3,8 @@
  * == true, "é" == "\u00e9"), and two rows have the same canonical text exactly when they are
  * equal dicts. Where that cannot be told from the text (a nested value, a float of more than 15
  * significant digits or past 1e15) the functions say so (0, or 2 for rows_equal): the State asks
- * Python, parse_records declines the line. The definition they are held to is core/values.py's
- * (tests/test_value_semantics.py).
+ * Python, parse_records declines the line. The definition they are held to is the row path's:
+ * Python's == on the values formats/jsonl.loads reads (tests/test_value_semantics.py).
  */
 #include "kernel.h"
 
