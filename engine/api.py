@@ -51,7 +51,6 @@ from cdc.core.convert import from_changelog_spec, to_changelog_spec
 from cdc.core.errors import UsageError
 from cdc.core.model import OnError, Row
 from cdc.core.specs import (
-    CHANGELOG,
     PLAIN,
     CopySpec,
     DecodeSpec,
@@ -779,8 +778,7 @@ def replay_steps(
     from cdc.engine.session import session
 
     spec = _replay_spec(locals())
-    reads = CHANGELOG if spec.input_mode == "changelog" else PLAIN
-    job, _ = _IO.of(locals()).job(CopySpec(reads, spec.kind_column))
+    job, _ = _IO.of(locals()).job(spec)  # read as replay reads: its key, its tables, its CSV dialect
     job = resolve(job)
     state = KeyedReplay(spec)
     change_of = change_reader(spec.input_mode, spec.kind_column, spec.delete_when)
