@@ -575,7 +575,7 @@ def _tagged(places: list[int], part: int) -> Iterator[tuple[int, int]]:
 def _write(job: Job, current: Any, outputs: list[tuple[Path, list[int]]], empty: Any) -> int:
     """The merged table to the job's output, in its format."""
     from cdc.engine.paths import texts_parquet
-    from cdc.engine.tables import write_rows
+    from cdc.engine.tables import all_columns, write_rows
     from cdc.formats.jsonl import loads_for
 
     texts = _merged(outputs)
@@ -607,5 +607,15 @@ def _write(job: Job, current: Any, outputs: list[tuple[Path, list[int]]], empty:
             if batch:
                 yield b"\n".join(batch)
 
-        return texts_parquet.write_blocks(job, current, blocks(), empty)
-    return write_rows(job, current, (loads_for(t)(t) for t in texts), empty=empty)
+        try:
+            return texts_parquet.write_blocks(job, current, blocks(), empty)
+        except texts_parquet.Uneven:  # a column the first rows lack: again, the row path's way
+            from cdc.formats.streams import Output
+
+            current.output.abort()
+            current.output = Output(job.output)
+
+    def rows() -> Iterator[Any]:
+        return (loads_for(t)(t) for t in _merged(outputs))
+
+    return write_rows(job, current, all_columns(rows(), rows), empty=empty)
