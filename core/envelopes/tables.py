@@ -32,6 +32,8 @@ def table_parts(envelope: str, event: Any) -> tuple[str | None, str | None, str 
         payload = event.get("payload") if "payload" in event and "op" not in event else event
         source = payload.get("source") if type(payload) is dict else None
         if type(source) is not dict:
+            if type(payload) is dict and ("__table" in payload or "__source_table" in payload):
+                return _flattened_parts(payload)
             return None, None, None
         return _text(source.get("db")), _text(source.get("schema")), _text(source.get("table"))
     if envelope == "ogg":
@@ -41,6 +43,16 @@ def table_parts(envelope: str, event: Any) -> tuple[str | None, str | None, str 
         schema, _, table = name.rpartition(".")
         return None, schema or None, table
     return _text(event.get("database")), None, _text(event.get("table"))
+
+
+def _flattened_parts(row: dict[str, Any]) -> tuple[str | None, str | None, str | None]:
+    """A flattened row's table, where ExtractNewRecordState added it (``add.fields=table,db`` or
+    ``source.table``…: ``__table``, ``__db``, ``__schema``, ``__source_*``)."""
+
+    def field(name: str) -> str | None:
+        return _text(row.get(f"__{name}")) or _text(row.get(f"__source_{name}"))
+
+    return field("db"), field("schema"), field("table")
 
 
 def table_name(parts: tuple[str | None, str | None, str | None]) -> str | None:
@@ -113,6 +125,8 @@ class TableGate:
                 return False
         if self.table_re is not None:
             if table is None:
+                if not _carries_rows(event):
+                    return True  # a heartbeat, a transaction or schema-change record: the decoder counts it
                 if quiet:
                     return False
                 raise InputError("the event names no table (Debezium's source.table): --table-include cannot place it")
@@ -136,3 +150,9 @@ class TableGate:
             f"table name, e.g. --table-include '{next(reversed(self.tables))}'), or --database-include",
             where=where,
         )
+
+
+def _carries_rows(event: Row) -> bool:
+    """Whether a record holds row images (a change), not a heartbeat or a transaction marker."""
+    body = event.get("payload") if isinstance(event.get("payload"), dict) else event
+    return isinstance(body, dict) and any(k in body for k in ("before", "after", "data"))
