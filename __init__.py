@@ -34,7 +34,24 @@ Types: ``Result`` (rows, counts, findings, skipped, path, ok, differences, repor
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import os
+import sys
+
+
+def _interrupted_at_start(signum: int, frame: object) -> None:
+    """Ctrl-C while the command line starts (its imports take a tenth of a second): nothing is
+    open yet, so one line and exit 130, not a traceback of an import. The command swaps in
+    Python's own handler (``cli.errors.reported_errors``) before it opens anything to roll back."""
+    os.write(2, b"cdc: interrupted\n")
+    os._exit(130)
+
+
+if os.path.basename(sys.argv[0]) == "cdc":  # the console script; `import cdc` in a program leaves Ctrl-C alone
+    import signal
+
+    signal.signal(signal.SIGINT, _interrupted_at_start)
+
+from typing import TYPE_CHECKING  # noqa: E402
 
 if TYPE_CHECKING:
     from typing import Any

@@ -16,7 +16,7 @@ from cdc.engine.job import Result
 PANEL = "Query"
 
 
-@o.cdc_command(o.INPUT, o.OUTPUT, o.ERRORS, o.REPORT, o.SQL)
+@o.cdc_command(o.INPUT, o.OUTPUT, o.ERRORS, o.REPORT, o.SQL, o.CSV_IN, o.TABLES)
 def command(
     common: o.Common,
     group_by: Annotated[
@@ -41,12 +41,13 @@ def command(
         ),
     ] = None,
     where: Annotated[
-        str | None,
+        list[str] | None,
         typer.Option(
             "--where",
             rich_help_panel=PANEL,
             show_default=False,
-            help="Keep input rows where COL OP VALUE (= != <> < <= > >=, IS [NOT] NULL), joined by AND.",
+            help="Keep input rows where COL OP VALUE (= != <> < <= > >=, IS [NOT] NULL), joined by AND; "
+            "repeated, the conditions are joined by AND too.",
         ),
     ] = None,
     emit: Annotated[

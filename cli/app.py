@@ -8,8 +8,11 @@ import sys
 from typing import Annotated, Any, NoReturn
 
 import typer
+import typer.core
+import typer.main
 
 from cdc import __version__
+from cdc.cli import errors as cli_errors
 
 # name → (module in cdc.cli, one line for `cdc --help`). A run imports and registers only the
 # command it names: importing the other six and Typer reading their signatures is ~15 ms of
@@ -45,6 +48,35 @@ def _root(
     """Convert and check changelog files the way Apache Flink SQL reads changelog streams."""
 
 
+class _Command(typer.core.TyperCommand):
+    """A command that refuses an option of one value given twice: the first would be ignored."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        single: dict[str, str] = {}
+        for param in self.params:
+            takes_one = getattr(param, "is_flag", True) is False and not getattr(param, "multiple", True)
+            if param.param_type_name == "option" and takes_one and param.nargs == 1:
+                for name in (*param.opts, *param.secondary_opts):
+                    single[name] = param.opts[0]
+        seen: dict[str, str] = {}
+        i = 0
+        while i < len(args) and args[i] != "--":
+            arg = args[i]
+            name = arg.split("=", 1)[0] if arg.startswith("--") else arg[:2]
+            i += 1
+            if arg.startswith("-") and name in single:
+                option = single[name]
+                value = arg[len(name) :].removeprefix("=") if arg != name else (args[i] if i < len(args) else "")
+                if arg == name:
+                    i += 1  # its value
+                if option in seen:
+                    from typer._click.exceptions import UsageError
+
+                    raise UsageError(f"{option} given twice ({seen[option]!r}, {value!r}): give it once", ctx=ctx)
+                seen[option] = value
+        return super().parse_args(ctx, args)
+
+
 def build_app(only: str | None = None) -> typer.Typer:
     """The app with every command, or with just the one named ``only``."""
     app = typer.Typer(
@@ -59,8 +91,17 @@ def build_app(only: str | None = None) -> typer.Typer:
     app.callback()(_root)
     for name, (module, short_help) in COMMANDS.items():
         if only is None or name == only:
-            app.command(name, short_help=short_help)(importlib.import_module(f"cdc.cli.{module}").command)
+            app.command(name, short_help=short_help, cls=_Command)(importlib.import_module(f"cdc.cli.{module}").command)
     return app
+
+
+def command_options() -> dict[str, set[str]]:
+    """Each command's option names (builds every command: for messages, not for start-up)."""
+    app = typer.main.get_command(build_app())
+    return {name: cli_errors.options_of(command) for name, command in app.commands.items()}  # type: ignore[attr-defined]
+
+
+cli_errors.every_command_options = command_options
 
 
 def main() -> NoReturn:

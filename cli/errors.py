@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import typer
 
@@ -32,8 +34,61 @@ def _silence_stdout() -> None:
         pass
 
 
+_OPTION = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
+
+
+def options_of(command: Any) -> set[str]:
+    """Every option name of a click command."""
+    return {name for p in command.params for name in (*p.opts, *getattr(p, "secondary_opts", ()))}
+
+
+# Every command's option names, for hints about another command's option: set by cli/app.py,
+# which builds the commands (importing it here would make the two modules import each other).
+every_command_options: Callable[[], dict[str, set[str]]] = dict
+
+
+def command_hint(hint: str, name: str | None = None, options: set[str] | None = None) -> str:
+    """A hint as the command at hand can follow it: an option it names that this command does
+    not have (a decoder's --on-truncate met by materialize -i debezium) is said to be another
+    command's, with the commands that have it — never offered as if it were this one's."""
+    if options is None:
+        from typer._click.globals import get_current_context
+
+        ctx = get_current_context(silent=True)
+        if ctx is None:
+            return hint
+        name, options = ctx.info_name, options_of(ctx.command)
+    foreign = [o for o in dict.fromkeys(_OPTION.findall(hint)) if o not in options]
+    if not foreign:
+        return hint
+    notes = []
+    for option in foreign:
+        owners = [c for c, opts in every_command_options().items() if option in opts]
+        where = f"an option of cdc {', cdc '.join(owners)}" if owners else "not an option of cdc"
+        notes.append(f"{option} is {where}, not of cdc {name}")
+    return f"{hint} ({'; '.join(notes)})"
+
+
+def _hint_here(hint: str) -> str:
+    try:
+        return command_hint(hint)
+    except Exception:  # noqa: BLE001 - the error being reported matters more than its hint's note
+        return hint
+
+
+def _main_thread() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
+
+
 @contextmanager
 def reported_errors(verbose: bool = False, output: str = "-") -> Iterator[None]:
+    import signal
+
+    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler and _main_thread():
+        # from here on an output may be open: Ctrl-C unwinds (KeyboardInterrupt), rolling it back
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         yield
     except CdcError as exc:
@@ -41,7 +96,7 @@ def reported_errors(verbose: bool = False, output: str = "-") -> Iterator[None]:
             traceback.print_exc()
         say(f"cdc: error: {exc}")
         if exc.hint:
-            say(f"hint: {exc.hint}")
+            say(f"hint: {_hint_here(exc.hint)}")
         raise typer.Exit(exc.exit_code) from None
     except BrokenPipeError:
         from cdc.formats.streams import names_stdout

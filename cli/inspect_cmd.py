@@ -14,7 +14,7 @@ from cdc.engine import api
 from cdc.formats.jsonl import encode_default
 
 
-@o.cdc_command(o.INPUT, o.ERRORS, o.REPORT, o.SQL)
+@o.cdc_command(o.INPUT, o.ERRORS, o.REPORT, o.SQL, o.CSV_IN, o.TABLES)
 def command(
     common: o.Common,
     key: o.KeyOpt = None,
@@ -24,7 +24,12 @@ def command(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object on stdout, for CI.")] = False,
     commit_columns: o.CommitColumnsOpt = None,
+    ignore_columns: o.IgnoreColumnsOpt = None,
     kind_column: o.KindColumn = "op",
+    strict: Annotated[
+        bool,
+        typer.Option("--strict", help="Exit 3 when the changelog has inconsistent changes (after the report), for CI."),
+    ] = False,
 ) -> None:
     """Tell what kind of changelog a file is: kinds present as Flink prints them ([I,UB,UA,D]),
     the mode (append-only / upsert / retract), counts, keys and live rows, consistency findings,
@@ -38,6 +43,7 @@ def command(
     cdc debezium-decode samples/mysql-inventory.jsonl \\
       | cdc inspect --key id --json
     cdc inspect samples/product-prices.jsonl --print-sql
+    cdc inspect samples/product-prices.jsonl --key product_id --strict
     ```
     """
     result = call(
@@ -48,6 +54,7 @@ def command(
         time_column=time_column,
         commit_columns=commit_columns,
         kind_column=kind_column,
+        ignore_columns=ignore_columns,
     )
     if result.report is None:  # --print-sql
         return
@@ -65,11 +72,24 @@ def command(
     else:
         sys.stdout.write(plain(report))
     sys.stdout.flush()
+    inconsistent = report["consistency"]["inconsistent_changes"]
+    if strict and inconsistent:
+        from cdc.cli.errors import say
+
+        say(f"cdc: inspect: {inconsistent} inconsistent change(s) (--strict)")
+        raise typer.Exit(3)
 
 
 def plain(report: dict[str, Any]) -> str:
     counts = ", ".join(f"{k} {n}" for k, n in report["counts"].items())
-    lines = [
+    lines = []
+    tables = report.get("tables", [])
+    for i, t in enumerate(tables):
+        head = "tables:    " if i == 0 else "           "
+        lines.append(f"{head}{t['name']}  ({t['events']} events, first {t['first']})")
+    if len(tables) > 1:
+        lines.append("           several tables: the rest mixes them; pick one with --table-include")
+    lines += [
         f"kinds:     {report['kinds']}  ({report['mode']})",
         f"changes:   {report['changes']}  ({counts})",
         f"live rows: {report['live_rows']}",
@@ -89,18 +109,25 @@ def plain(report: dict[str, Any]) -> str:
     if "time" in report:
         t = report["time"]
         lines.append(
-            f"time:      {t['column']} from {t['min']} to {t['max']}"
+            f"time:      {t['column']} from {_iso(t['min'])} to {_iso(t['max'])}"
             + (f" ({t['missing']} without a time)" if t["missing"] else "")
         )
     return "\n".join(lines) + "\n"
 
 
+def _iso(value: Any) -> Any:
+    """A time as JSON writes it (ISO 8601, ``T``): a typed stream's times are dates and times."""
+    iso = getattr(value, "isoformat", None)
+    return iso() if iso is not None else value
+
+
 def _panel(report: dict[str, Any]) -> None:
-    from rich.console import Console
     from rich.markup import escape
     from rich.panel import Panel
+
+    from cdc.cli.table import StdoutConsole
 
     # values from the data may look like markup ("[red]"): escape them, then colour the verdict
     text = escape(plain(report)).replace("findings:  consistent\n", "findings:  [green]consistent[/]\n")
     title = f"[bold]{escape(report['kinds'])}[/] {report['mode']}"
-    Console().print(Panel(text.rstrip(), title=title, expand=False))
+    StdoutConsole().print(Panel(text.rstrip(), title=title, expand=False))

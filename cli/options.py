@@ -71,6 +71,12 @@ class Common:
     bootstrap_servers: str | None = None
     sink_path: str | None = None
     given: frozenset[str] = frozenset()  # the shared options the command has (cli.running.call passes them on)
+    database_include: str | None = None
+    table_include: str | None = None
+    delimiter: str | None = None
+    quote_char: str | None = None
+    no_header: bool = False
+    header_names: str | None = None
 
 
 @dataclass(frozen=True)
@@ -309,6 +315,107 @@ SQL = Group(
         ),
     )
 )
+
+CSV_PANEL = "CSV input"
+CSV_IN = Group(
+    (
+        (
+            "delimiter",
+            Annotated[
+                str | None,
+                typer.Option(
+                    "--delimiter",
+                    help="CSV/TSV input: the field delimiter, one character (';', '|'; 'tab' for a tab).",
+                    rich_help_panel=CSV_PANEL,
+                    show_default=False,
+                ),
+            ],
+            None,
+        ),
+        (
+            "quote_char",
+            Annotated[
+                str | None,
+                typer.Option(
+                    "--quote-char",
+                    help="CSV/TSV input: the quote character (default '\"').",
+                    rich_help_panel=CSV_PANEL,
+                    show_default=False,
+                ),
+            ],
+            None,
+        ),
+        (
+            "no_header",
+            Annotated[
+                bool,
+                typer.Option(
+                    "--no-header",
+                    help="CSV/TSV input has no header line: its first line is a row (name the columns "
+                    "with --header-names).",
+                    rich_help_panel=CSV_PANEL,
+                ),
+            ],
+            False,
+        ),
+        (
+            "header_names",
+            Annotated[
+                str | None,
+                typer.Option(
+                    "--header-names",
+                    help="CSV/TSV input: the columns' names (comma list), for a file without a header "
+                    "(--no-header) or instead of its header's.",
+                    rich_help_panel=CSV_PANEL,
+                    show_default=False,
+                ),
+            ],
+            None,
+        ),
+    )
+)
+TABLES_PANEL = "Change events (-i debezium|canal|maxwell|ogg)"
+TABLES = Group(
+    (
+        (
+            "database_include",
+            Annotated[
+                str | None,
+                typer.Option(
+                    "--database-include",
+                    help="Only the databases (or schemas) matching this regular expression, whole.",
+                    rich_help_panel=TABLES_PANEL,
+                    show_default=False,
+                ),
+            ],
+            None,
+        ),
+        (
+            "table_include",
+            Annotated[
+                str | None,
+                typer.Option(
+                    "--table-include",
+                    help="Only the table matching this regular expression, whole: the table, or "
+                    "db.table / schema.table / db.schema.table. A stream of several tables needs it.",
+                    rich_help_panel=TABLES_PANEL,
+                    show_default=False,
+                ),
+            ],
+            None,
+        ),
+    )
+)
+IgnoreColumnsOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--ignore-columns",
+        show_default=False,
+        help="Columns that are not part of a row's identity (comma list): metadata such as a "
+        "--metadata column, left out when a -U/-D is matched to the row it retracts (kept in the output). "
+        "A stream with a schema line names its own.",
+    ),
+]
 
 KindColumn = Annotated[
     str,

@@ -20,7 +20,7 @@ from cdc.engine.job import Result
 REPLAY_PANEL = "Replay"
 
 
-@o.cdc_command(o.INPUT, o.OUTPUT, o.ERRORS, o.REPORT, o.SQL)
+@o.cdc_command(o.INPUT, o.OUTPUT, o.ERRORS, o.REPORT, o.SQL, o.CSV_IN, o.TABLES)
 def command(
     common: o.Common,
     key: o.KeyOpt = None,
@@ -107,6 +107,7 @@ def command(
             help="With --live: seconds per change. \\[default: 0.1]",
         ),
     ] = None,
+    ignore_columns: o.IgnoreColumnsOpt = None,
     kind_column: o.KindColumn = "op",
 ) -> None:
     """Run a changelog through keyed state and re-emit it as retract or upsert (Flink ChangelogNormalize).
@@ -137,6 +138,7 @@ def command(
         "until": until,
         "net": net,
         "kind_column": kind_column,
+        "ignore_columns": ignore_columns,
     }
     if not live:
         if delay is not None:
@@ -171,13 +173,12 @@ def _summary(result: Result) -> str:
 
 def _live(steps: Iterator[api.ReplayStep], delay: float) -> None:
     """A rich Live table: each change applies, its row lights up in its kind's colour."""
-    from rich.console import Console
     from rich.live import Live
     from rich.table import Table
 
-    from cdc.cli.table import KIND_STYLES, cell
+    from cdc.cli.table import KIND_STYLES, StdoutConsole, cell
 
-    console = Console()
+    console = StdoutConsole()
 
     def render(step: api.ReplayStep | None) -> Table:
         table = Table(title=f"replay — {step.live if step else 0} live rows", show_edge=False)

@@ -88,11 +88,12 @@ def render_diff(diff: TableDiff, expected_name: str) -> None:
         sys.stdout.write(render_diff_plain(diff, expected_name))
         sys.stdout.flush()
         return
-    from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
-    console = Console()
+    from cdc.cli.table import StdoutConsole
+
+    console = StdoutConsole()
     style = "green" if diff.equal else "bold red"
     console.print(Text(f"result {diff.summary()}", style=style), Text(f"(expected: {expected_name})", style="dim"))
     if diff.equal:

@@ -16,6 +16,15 @@ KIND_STYLES = {"+I": "green", "-U": "yellow", "+U": "cyan", "-D": "red"}
 MAX_ROWS = 10_000
 
 
+class StdoutConsole(Console):
+    """rich's console, except that a reader going away (`cdc … -f table | head`) is the
+    BrokenPipeError every other output format raises — exit 0, as they end — not rich's exit 1."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError
+
+
 def _is_number(value: Any) -> bool:
     return isinstance(value, int | float | Decimal) and not isinstance(value, bool)
 
@@ -45,7 +54,7 @@ class TableWriter:
             self._columns.update(dict.fromkeys(row))
 
     def close(self) -> None:
-        console = Console()
+        console = StdoutConsole()
         table = Table(title=self._title, show_edge=False, header_style="bold")
         for name in self._columns:
             # Numbers right-aligned, text left; nothing cut short (a long value folds).

@@ -62,6 +62,7 @@ from cdc.core.model import Row
 from cdc.core.predicate import Predicate, number_from_text, parse_where
 from cdc.core.rowstore import hashable
 from cdc.core.state import Findings, Policy, Where
+from cdc.core.values import json_text
 
 Change = tuple[str, Row]
 
@@ -791,7 +792,7 @@ class GroupAggregate:
 
     def _unmatched(self, kind: str, row: Row, where: Where) -> None:
         args = [a.arg for a in self.spec.aggs if a.arg is not None]
-        values = ", ".join(f"{c}={row.get(c)!r}" for c in dict.fromkeys(args))
+        values = ", ".join(f"{c}={json_text(row.get(c))}" for c in dict.fromkeys(args))
         self.findings.add(
             "retraction of a row never accumulated",
             f"{kind} of a row ({values}) that {self._describe_group(row)} never accumulated (Flink applies it anyway)",
@@ -823,3 +824,26 @@ def _append_only(kind: str) -> None:
 def aggregate(changes: Iterable[Change], spec: AggregateQuery, findings: Findings | None = None) -> Iterator[Change]:
     """The update log of ``spec`` over ``changes`` (kind, row)."""
     return GroupAggregate(spec, findings).run(changes)
+
+
+UPSERT_STREAM = (
+    "+U with no -U before it: an upsert stream (only +I/+U), whose every update a changelog "
+    "aggregate counts as one more row; read it with --input-mode upsert --key COL"
+)
+
+
+class UpsertWatch:
+    """``aggregate`` reading a changelog: a ``+U`` with no ``-U`` anywhere before it means an
+    upsert stream, which changelog mode miscounts — a finding, once (``--on-inconsistency fail``
+    stops there). A ``-U`` first (a retract stream) ends the watch."""
+
+    def __init__(self, findings: Findings):
+        self.findings = findings
+        self.watching = True
+
+    def see(self, kind: str, where: Where) -> None:
+        if kind == "-U":
+            self.watching = False
+        elif kind == "+U":
+            self.watching = False
+            self.findings.add("upsert stream read as a changelog", UPSERT_STREAM, where)

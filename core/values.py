@@ -124,3 +124,23 @@ class DbText(str):
 
     def __reduce__(self) -> tuple[type[DbText], tuple[str, str]]:
         return DbText, (str(self), self.what)
+
+
+def json_text(value: Any) -> str:
+    """A value spelled as JSON spells it, for messages and findings: ``null``, ``true``,
+    ``"text"`` (a date or a time as its ISO text, quoted), numbers as read."""
+    import json
+
+    if value is None:
+        return "null"
+    if value is True or value is False:
+        return "true" if value else "false"
+    if isinstance(value, int | float | Decimal):
+        return literal_of(value) or str(value)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if hasattr(value, "isoformat"):
+        return json.dumps(value.isoformat())
+    if isinstance(value, bytes):
+        return json.dumps(value.decode("utf-8", "backslashreplace"))
+    return json.dumps(value, ensure_ascii=False, default=str)

@@ -146,21 +146,50 @@ class _IO:
         self.on_error, self.rejects = on_error, rejects
         self.print_sql, self.sql = print_sql, sql or {}
         self.limits: dict[str, Any] = {}  # memory_limit and temp_dir of a job that may spill
+        self.csv: Any = None  # how CSV input is written (formats.base.CsvDialect)
+        self.tables: Any = None  # the tables of change events read on the way in (core.specs.Tables)
 
     @classmethod
     def of(cls, values: Mapping[str, Any]) -> _IO:
         """From a function's ``locals()``: the shared keywords it was called with."""
         shared = ("output", "input_format", "output_format", "columns", "on_error", "rejects", "progress")
         sql = ("flink_version", "sql_source", "sql_sink", "topic", "sink_topic", "bootstrap_servers", "sink_path")
-        return cls(
+        io = cls(
             values["source"],
             **{name: values[name] for name in shared if name in values},
             print_sql=values.get("print_sql", False),
             sql={name: values[name] for name in sql if name in values},
         )
+        csv = [values.get(n) for n in ("delimiter", "quote_char", "no_header", "header_names")]
+        if any(csv):
+            from cdc.formats.base import CsvDialect
+
+            delimiter = {"tab": "\t", "\\t": "\t"}.get(csv[0] or "", csv[0])
+            io.csv = CsvDialect(delimiter, csv[1] or '"', not csv[2], _names(csv[3]))
+        if "envelope" not in values and (values.get("table_include") or values.get("database_include")):
+            from cdc.core.specs import Tables
+
+            io.tables = Tables(values.get("database_include"), values.get("table_include"))
+        if values.get("print_sql"):
+            given = [
+                flag
+                for flag, value in (
+                    ("table_include/database_include", io.tables),
+                    ("ignore_columns", values.get("ignore_columns")),
+                    ("delimiter/quote_char/no_header/header_names", io.csv),
+                )
+                if value
+            ]
+            if given:
+                raise UsageError(f"--print-sql does not write {', '.join(given)} into the Flink script yet")
+        return io
 
     def job(self, spec: Any) -> tuple[Job, ListSink | None]:
         """The job, and the list the rows are collected in when there is no ``output``."""
+        if self.tables is not None and hasattr(spec, "tables"):
+            from dataclasses import replace
+
+            spec = replace(spec, tables=self.tables)
         output = self.output
         sink: RowSink | None
         if output is None:
@@ -180,6 +209,7 @@ class _IO:
             on_error=OnError(_choice("--on-error", self.on_error, list(OnError))),
             rejects=os.fspath(self.rejects) if self.rejects is not None else None,
             sink=sink,
+            csv=self.csv,
             **self.limits,
         )
         return _with_source(job, self.source), collected
@@ -261,6 +291,10 @@ def from_changelog(
     commit_columns: Names | None = None,
     drop_commit_columns: bool = False,
     kind_column: str = "op",
+    delimiter: str | None = None,
+    quote_char: str | None = None,
+    no_header: bool = False,
+    header_names: Names | None = None,
     output: Output = None,
     input_format: str | None = None,
     output_format: str | None = None,
@@ -305,6 +339,12 @@ def to_changelog(
     preset: str | None = None,
     drop: Names | None = None,
     kind_column: str = "op",
+    delimiter: str | None = None,
+    quote_char: str | None = None,
+    no_header: bool = False,
+    header_names: Names | None = None,
+    table_include: str | None = None,
+    database_include: str | None = None,
     output: Output = None,
     input_format: str | None = None,
     output_format: str | None = None,
@@ -400,6 +440,8 @@ def debezium_decode(
     metadata: str | Sequence[str] | None = None,
     raw_values: bool = False,
     kind_column: str = "op",
+    table_include: str | None = None,
+    database_include: str | None = None,
     strict: bool = False,
     unavailable_placeholder: str | None = None,
     output: Output = None,
@@ -430,6 +472,10 @@ def debezium_encode(
     source_fields: Mapping[str, Any] | str | Sequence[str] | None = None,
     key: Names | None = None,
     kind_column: str = "op",
+    delimiter: str | None = None,
+    quote_char: str | None = None,
+    no_header: bool = False,
+    header_names: Names | None = None,
     output: Output = None,
     input_format: str | None = None,
     output_format: str | None = None,
@@ -476,6 +522,13 @@ def materialize(
     expect: str | os.PathLike[str] | Iterable[Row] | None = None,
     commit_columns: Names | None = None,
     kind_column: str = "op",
+    delimiter: str | None = None,
+    quote_char: str | None = None,
+    no_header: bool = False,
+    header_names: Names | None = None,
+    table_include: str | None = None,
+    database_include: str | None = None,
+    ignore_columns: Names | None = None,
     memory_limit: str | int | None = None,
     temp_dir: str | os.PathLike[str] | None = None,
     output: Output = None,
@@ -515,6 +568,7 @@ def materialize(
         time_column=time_column,
         sort=sort,
         commit_columns=None if commit_columns is None else _names(commit_columns),
+        ignore_columns=_names(ignore_columns),
     )
     io = _IO.of(locals())
     if not print_sql:
@@ -522,7 +576,12 @@ def materialize(
 
         if temp_dir is not None and not os.path.isdir(temp_dir):
             raise UsageError(f"--temp-dir: {os.fspath(temp_dir)!r} is not a folder")
-        io.limits = {"memory_limit": limit_of(memory_limit), "temp_dir": os.fspath(temp_dir) if temp_dir else None}
+        folder = os.fspath(temp_dir) if temp_dir else None
+        io.limits = {
+            "memory_limit": limit_of(memory_limit),
+            "temp_dir": folder,
+            "stdin_read_ahead": memory_limit is not None,
+        }
     if print_sql or expect is None:
         return _sql_or_run(io, spec, "print_materialize_sql")
     return _expected(io, spec, expect)
@@ -560,6 +619,13 @@ def replay(
     until: Any = None,
     net: bool = False,
     kind_column: str = "op",
+    delimiter: str | None = None,
+    quote_char: str | None = None,
+    no_header: bool = False,
+    header_names: Names | None = None,
+    table_include: str | None = None,
+    database_include: str | None = None,
+    ignore_columns: Names | None = None,
     output: Output = None,
     input_format: str | None = None,
     output_format: str | None = None,
@@ -600,6 +666,7 @@ def _replay_spec(values: Mapping[str, Any]) -> ReplaySpec:
         input_mode=_choice("--input-mode", values["input_mode"], ("changelog", "upsert", "append")),
         delete_when=_delete_when(values["delete_when"]),
         kind_column=values["kind_column"],
+        ignore_columns=_names(values.get("ignore_columns")),
     )
 
 
@@ -639,6 +706,13 @@ def replay_steps(
     until: Any = None,
     net: bool = False,
     kind_column: str = "op",
+    delimiter: str | None = None,
+    quote_char: str | None = None,
+    no_header: bool = False,
+    header_names: Names | None = None,
+    table_include: str | None = None,
+    database_include: str | None = None,
+    ignore_columns: Names | None = None,
     input_format: str | None = None,
     on_error: str = "fail",
     rejects: str | os.PathLike[str] | None = None,
@@ -653,9 +727,7 @@ def replay_steps(
 
     spec = _replay_spec(locals())
     reads = CHANGELOG if spec.input_mode == "changelog" else PLAIN
-    job, _ = _IO(source, input_format=input_format, on_error=on_error, rejects=rejects).job(
-        CopySpec(reads, spec.kind_column)
-    )
+    job, _ = _IO.of(locals()).job(CopySpec(reads, spec.kind_column))
     job = resolve(job)
     state = KeyedReplay(spec)
     change_of = change_reader(spec.input_mode, spec.kind_column, spec.delete_when)
@@ -674,7 +746,7 @@ def aggregate(
     *,
     group_by: Names | None = None,
     agg: str | Sequence[str] | None = None,
-    where: str | None = None,
+    where: str | Sequence[str] | None = None,
     emit: str = "retract",
     input_mode: str = "changelog",
     key: Names | None = None,
@@ -682,6 +754,12 @@ def aggregate(
     on_inconsistency: str = "warn",
     strict: bool = False,
     kind_column: str = "op",
+    delimiter: str | None = None,
+    quote_char: str | None = None,
+    no_header: bool = False,
+    header_names: Names | None = None,
+    table_include: str | None = None,
+    database_include: str | None = None,
     output: Output = None,
     input_format: str | None = None,
     output_format: str | None = None,
@@ -701,12 +779,14 @@ def aggregate(
     """A continuous GROUP BY (Flink's group aggregate): ``agg`` as ``"cnt=COUNT(url)"`` (one or a
     list); the result is the update log Flink emits (``+I``, ``-U``/``+U``, ``-D``).
 
-    ``where``: ``"COL OP VALUE"`` conditions joined by AND; ``input_mode``: changelog, append or
+    ``where``: ``"COL OP VALUE"`` conditions joined by AND (or a list of them); ``input_mode``: changelog, append or
     upsert (by ``key``; ``delete_when="col=value"`` marks a delete); ``on_inconsistency``: what a
     retraction of a row never counted does (fail, warn, ignore)."""
     from cdc.core.aggregate import AggregateQuery
     from cdc.core.specs import AggregateSpec
 
+    if where is not None and not isinstance(where, str):
+        where = " AND ".join(where) if where else None  # --where repeated: all of them hold
     mode = _choice("--input-mode", input_mode, ("changelog", "upsert", "append"))
     query = AggregateQuery.parse(
         _names(group_by),
@@ -728,6 +808,14 @@ def inspect(
     time_column: str | None = None,
     commit_columns: Names | None = None,
     kind_column: str = "op",
+    delimiter: str | None = None,
+    quote_char: str | None = None,
+    no_header: bool = False,
+    header_names: Names | None = None,
+    table_include: str | None = None,
+    database_include: str | None = None,
+    ignore_columns: Names | None = None,
+    strict: bool = False,
     input_format: str | None = None,
     on_error: str = "fail",
     rejects: str | os.PathLike[str] | None = None,
@@ -742,12 +830,14 @@ def inspect(
     sink_path: str | None = None,
 ) -> Result:
     """What kind of changelog this is: ``result.report`` is the report ``cdc inspect --json``
-    prints (kinds, mode, counts, keys, findings, time range); ``result.findings`` the findings."""
+    prints (kinds, mode, counts, keys, findings, time range); ``result.findings`` the findings;
+    ``strict=True`` raises ``InconsistencyError`` when there are findings (``cdc inspect --strict``)."""
     spec = InspectSpec(
         kind_column=kind_column,
         key=_names(key),
         time_column=time_column,
         commit_columns=None if commit_columns is None else _names(commit_columns),
+        ignore_columns=_names(ignore_columns),
     )
     io = _IO.of(locals())
     if print_sql:
@@ -759,6 +849,16 @@ def inspect(
     else:
         sources = _paths(source) if _all_paths(source) else ["<rows>"]
     result.report = result.detail.as_dict(sources)
+    if result.counts.tables:  # change events name their tables
+        result.report["tables"] = [
+            {"name": name, "events": seen.events, "first": seen.first} for name, seen in result.counts.tables.items()
+        ]
+    inconsistent = result.report["consistency"]["inconsistent_changes"]
+    if strict and inconsistent:  # cdc inspect --strict
+        from cdc.core.errors import InconsistencyError
+
+        examples = result.report["consistency"]["examples"]
+        raise InconsistencyError(f"{inconsistent} inconsistent change(s) (first: {examples[0] if examples else ''})")
     return result
 
 

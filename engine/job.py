@@ -45,9 +45,17 @@ class Job:
     sink: RowSink | None = None  # rows handed to a caller instead of written to ``output``
     memory_limit: int | None = None  # bytes the state may take before it spills (None: no limit)
     temp_dir: str | None = None  # where a spill goes (None: the system's temporary folder)
+    stdin_read_ahead: bool = False  # stdin read ahead to see whether it fits (a --memory-limit given)
     # Filled in by ``resolve``: each input's format (stdin sniffed) and the output's.
     formats: tuple[str, ...] = ()
     out_format: str = ""
+    # The input's schema line (``formats.stream_schema``), and whether the output gets one: the
+    # row path reads and writes them (``plan.choose``).
+    stream_schema: Any = None
+    schema_line: bool = False
+    csv: Any = None  # how CSV/TSV inputs are written (formats.base.CsvDialect): delimiter, quote, header
+    arrays: bool = False  # an input is one JSON array (formats.json_array), not JSON lines
+    container: str = "auto"  # envelope inputs of changelog commands: kcat, kafka-console (DecodeSpec.container)
 
     def with_(self, **changes: Any) -> Job:
         return replace(self, **changes)

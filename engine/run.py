@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 from cdc.engine.handover import taken
 from cdc.engine.inputs import resolve
 from cdc.engine.job import Job, Progress, Result
@@ -9,9 +11,15 @@ from cdc.engine.plan import choose
 from cdc.engine.session import session
 from cdc.formats.streams import check_input_exists, input_size
 
+# The JSON parser reads values nested 1,024 deep; walking one (identity, comparison, writing)
+# takes up to three frames a level, past Python's default 1,000.
+NESTING_STACK = 10_000
+
 
 def run_job(job: Job, progress: Progress | None = None, path: str | None = None) -> Result:
     """Run ``job`` on the fastest path that takes it (or on ``path``); raises ``CdcError``."""
+    if sys.getrecursionlimit() < NESTING_STACK:
+        sys.setrecursionlimit(NESTING_STACK)
     if job.rows is None:
         for name in job.inputs:  # before anything peeks at stdin
             check_input_exists(name)

@@ -14,7 +14,8 @@ its lines, and the partitions' tables are merged by that place.
 
 When the run spills is decided before it starts: named files by their size (a compressed file
 counted as four times its size); stdin by reading ahead up to a quarter of the limit — if it
-ends there the run goes on in memory from what was read. Progress lines on stderr say how many
+ends there the run goes on in memory from what was read (only when ``--memory-limit`` is given:
+else stdin is read as it comes, in memory). Progress lines on stderr say how many
 changes and keys are held and spilled. The temporary folder (``--temp-dir``, else the system's)
 goes when the run ends, however it ends.
 
@@ -45,7 +46,7 @@ from cdc.formats.streams import STDIO, compression_of
 SHARE = 0.5  # the default limit: this share of the machine's memory
 STATE_PER_INPUT_BYTE = 1.5  # memory a keyed table takes per byte of JSON-lines input, at most
 MAX_PARTS = 512
-FLUSH_BYTES = 1 << 20  # a partition's lines written once this many are waiting
+HOLD_BYTES = 32 << 20  # the partitions' lines written once this many are waiting
 KINDS = {"+I": 0, "-U": 1, "+U": 2, "-D": 3}
 UNITS = {"": 1, "B": 1, "K": 1 << 10, "KB": 1 << 10, "M": 1 << 20, "MB": 1 << 20, "G": 1 << 30, "GB": 1 << 30,
          "T": 1 << 40, "TB": 1 << 40}  # fmt: skip
@@ -137,8 +138,8 @@ def run_limited(job: Job, progress: Progress | None, in_memory: Callable[[Job], 
         if need <= limit:
             return in_memory(job)
         return Spill(job, progress, parts=_parts(need, limit)).run(None)
-    if job.inputs != (STDIO,):
-        return in_memory(job)  # stdin among files: read as it comes, in memory
+    if job.inputs != (STDIO,) or not job.stdin_read_ahead:
+        return in_memory(job)  # stdin among files, or no limit given: read as it comes, in memory
     return _stdin(job, progress, in_memory)
 
 
@@ -162,13 +163,36 @@ def _stdin(job: Job, progress: Progress | None, in_memory: Callable[[Job], Resul
             break
     else:
         saved = sys.stdin
-        sys.stdin = io.TextIOWrapper(io.BytesIO(b"".join(c for c, _, _ in head)))
+        sys.stdin = io.TextIOWrapper(io.BufferedReader(_Held([c for c, _, _ in head])))
         head.clear()
         try:
             return in_memory(job)
         finally:
             sys.stdin = saved
     return Spill(job, progress, parts=64).run(_chain(head, chunks))
+
+
+class _Held(io.RawIOBase):
+    """Chunks read ahead, read again (each let go once read)."""
+
+    def __init__(self, chunks: list[bytes]):
+        self._chunks = chunks[::-1]
+        self._at = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        while self._chunks and self._at >= len(self._chunks[-1]):
+            self._chunks.pop()
+            self._at = 0
+        if not self._chunks:
+            return 0
+        chunk = self._chunks[-1]
+        n = min(len(buffer), len(chunk) - self._at)
+        buffer[:n] = chunk[self._at : self._at + n]
+        self._at += n
+        return n
 
 
 def _chain(
@@ -345,7 +369,7 @@ class _Partitioner:
         self.bytes = 0
         self._files = [open(self.path(p), "wb") for p in range(parts)]  # noqa: SIM115 - closed in close()
         self._buffers: list[list[bytes]] = [[] for _ in range(parts)]
-        self._waiting = [0] * parts
+        self._held = 0  # bytes of lines waiting to be written
         self._places = [array("Q") for _ in range(parts)]
         self._kinds = [array("b") for _ in range(parts)]
         self._hashes = [array("q") for _ in range(parts)]
@@ -366,10 +390,18 @@ class _Partitioner:
         names = self.names
         for chunk, first, name in chunks:
             base = (names.index(name) if name in names else 0) << LINE_BITS
-            loads = loads_for(chunk)
             lines = chunk.split(b"\n")
             if lines and not lines[-1]:
                 lines.pop()
+            fast = self._fast(chunk, len(lines))
+            if fast is not None:
+                records += len(lines)
+                self._add_all(lines, base + first, *fast)
+                self._held += len(chunk)
+                if self._held >= HOLD_BYTES:
+                    self._flush_all()
+                continue
+            loads = loads_for(chunk)
             for number, line in enumerate(lines, first):
                 try:
                     row = loads(line)
@@ -401,12 +433,62 @@ class _Partitioner:
                 self._places[part].append(base | number)
                 self._kinds[part].append(KINDS[kind])
                 self._hashes[part].append(h)
-                self._waiting[part] += len(line) + 1
-                if self._waiting[part] >= FLUSH_BYTES:
-                    self._flush(part)
-        for part in range(k):
-            self._flush(part)
+                self._held += len(line) + 1
+                if self._held >= HOLD_BYTES:
+                    self._flush_all()
+        self._flush_all()
         return records
+
+    def _fast(self, chunk: bytes, lines: int) -> tuple[list[int], list[int]] | None:
+        """Each line's kind code and key hash, read by pyarrow's JSON reader (off the GIL) when
+        it reads the chunk as the row path does: one object a line, every kind one of the four,
+        every key column whole numbers or text without nulls (values a line parses to the same
+        Python object either way, so the same key always lands in the same partition); else None."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        import pyarrow.json as pj
+
+        from cdc.engine.paths.arrow_lines import different
+
+        if different(chunk):
+            return None
+        try:
+            table = pj.read_json(io.BytesIO(chunk), read_options=pj.ReadOptions(block_size=len(chunk) + 1))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+            return None
+        names = table.column_names
+        if len(table) != lines or self.spec.kind_column not in names or not all(k in names for k in self.spec.key):
+            return None
+        kinds = table.column(self.spec.kind_column)
+        if not pa.types.is_string(kinds.type):
+            return None
+        codes = pc.index_in(kinds, value_set=pa.array(list(KINDS)))
+        if codes.null_count:
+            return None
+        columns = []
+        for name in self.spec.key:
+            column = table.column(name)
+            if column.null_count or not (pa.types.is_int64(column.type) or pa.types.is_string(column.type)):
+                return None
+            columns.append(column.to_pylist())
+        keys = columns[0] if len(columns) == 1 else zip(*columns, strict=True)
+        hashes = [hash(k) for k in (keys if len(columns) == 1 else (tuple(k) for k in keys))]
+        return codes.to_pylist(), hashes
+
+    def _add_all(self, lines: list[bytes], first: int, kinds: list[int], hashes: list[int]) -> None:
+        k = self.k
+        buffers, places, kind_arrays, hash_arrays = self._buffers, self._places, self._kinds, self._hashes
+        for place, (line, kind, h) in enumerate(zip(lines, kinds, hashes, strict=True), first):
+            part = h % k
+            buffers[part].append(line)
+            places[part].append(place)
+            kind_arrays[part].append(kind)
+            hash_arrays[part].append(h)
+
+    def _flush_all(self) -> None:
+        for part in range(self.k):
+            self._flush(part)
+        self._held = 0
 
     def _flush(self, part: int) -> None:
         buffer = self._buffers[part]
@@ -415,7 +497,6 @@ class _Partitioner:
             self._files[part].write(data)
             self.bytes += len(data)
             buffer.clear()
-        self._waiting[part] = 0
         side = self._side[part]
         for values in (self._places[part], self._kinds[part], self._hashes[part]):
             if values:

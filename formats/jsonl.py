@@ -48,7 +48,10 @@ def loads(line: bytes) -> Any:
         if _RESPELLED.search(line):  # an integer past 64 bits, or a number past a double
             return _loads_exact(line)
         raise
-    written = orjson.dumps(value)
+    try:
+        written = orjson.dumps(value)
+    except TypeError:  # nested deeper than orjson writes: the expression decides alone
+        written = b""
     text = line.rstrip()
     if written == text or written == text.replace(b", ", b",").replace(b": ", b":") or not _RESPELLED.search(text):
         return value
@@ -197,12 +200,45 @@ def dumps(row: Any) -> bytes:
     """One JSON line; the slow path (a walk over the row) runs only for integers past 64 bits."""
     try:
         return orjson.dumps(row, default=encode_default, option=WRITE)
-    except TypeError:
-        pass
+    except TypeError as exc:
+        if "Recursion" in str(exc):
+            return deep_dumps(row) + b"\n"
     try:
         return orjson.dumps(_big_ints_as_text(row), default=encode_default, option=WRITE)
     except TypeError as exc:
-        raise InputError(f"cannot write this row as JSON: {exc}") from exc
+        if "Recursion" not in str(exc):
+            raise InputError(f"cannot write this row as JSON: {exc}") from exc
+    return deep_dumps(row) + b"\n"
+
+
+def deep_dumps(value: Any) -> bytes:
+    """A value nested deeper than orjson writes (254 levels; the parser reads 1,024): its
+    containers written level by level, the same bytes orjson would write."""
+    import sys
+
+    if sys.getrecursionlimit() < 10_000:
+        sys.setrecursionlimit(10_000)  # three frames a level, 1,024 levels
+    return _deep(value)
+
+
+def _deep(value: Any) -> bytes:
+    if isinstance(value, dict):
+        return b"{" + b",".join(orjson.dumps(str(k)) + b":" + _deep(v) for k, v in value.items()) + b"}"
+    if isinstance(value, list | tuple):
+        return b"[" + b",".join([_deep(v) for v in value]) + b"]"
+    try:
+        return orjson.dumps(value, default=encode_default)
+    except TypeError:
+        return orjson.dumps(_big_ints_as_text(value), default=encode_default)
+
+
+def _array_source(name: str) -> bool:
+    from cdc.formats.json_array import may_be_array
+
+    return may_be_array(name)
+
+
+SCHEMA_KEY = "__cdc_schema"  # formats.stream_schema.KEY, without importing it for every reader
 
 
 class JsonlReader(RowReader):
@@ -220,10 +256,21 @@ class JsonlReader(RowReader):
         self._lines: list[bytes] = []
         self._first = 1  # line number of self._lines[0]
         self._blank = 0  # blank lines skipped (not records)
+        self._elements = -1  # a JSON array's elements read (-1: JSON lines)
+        self.stream_schema: Any = None  # the schema line's (formats.stream_schema), when it has one
+
+    @property  # type: ignore[override]
+    def arrow_schema(self) -> Any:
+        """The types a schema line gave the columns (decimal, timestamp…), for Parquet output."""
+        return self.stream_schema.arrow_schema() if self.stream_schema is not None else None
+
+    @arrow_schema.setter
+    def arrow_schema(self, value: Any) -> None:
+        pass
 
     @property  # type: ignore[override]
     def records(self) -> int:
-        return self.line - self._blank
+        return self._elements if self._elements >= 0 else self.line - self._blank
 
     @records.setter
     def records(self, value: int) -> None:
@@ -247,7 +294,12 @@ class JsonlReader(RowReader):
         """JSON objects, one per line. With ``tombstones``, blank lines and ``null`` yield None
         (Kafka tombstones in a topic dump) instead of being skipped or rejected."""
         line_no = 0
+        convert = None
+        looking = True  # for a schema line (formats.stream_schema): the first record may be one
         for chunk, first in read_chunks(self._stream):
+            if first == 1 and chunk.lstrip(b" \t\r\n")[:1] == b"[" and _array_source(self.source):
+                yield from self._array(chunk, tombstones)
+                return
             loads = loads_for(chunk)
             lines = chunk.split(b"\n")
             if lines[-1] == b"":
@@ -273,7 +325,63 @@ class JsonlReader(RowReader):
                         continue
                     self.bad_record(InputError(not_an_object_message(row, line)))
                     continue
+                if looking:
+                    looking = False
+                    if len(row) == 1 and SCHEMA_KEY in row:
+                        convert = self._schema_line(row)
+                        continue
+                if convert is not None:
+                    try:
+                        row = convert(row)
+                    except InputError as err:
+                        self.bad_record(err)
+                        continue
                 yield row
+
+    def _array(self, head: bytes, tombstones: bool) -> Iterator[Row | None]:
+        """The elements of a JSON array file, each a record at the line where it starts."""
+        from cdc.formats.json_array import Elements, Prefixed
+
+        elements = Elements(Prefixed(head, self._stream))  # type: ignore[arg-type]
+        it = iter(elements)
+        self._elements = 0
+        while True:
+            try:
+                text, line = next(it)
+            except StopIteration:
+                return
+            except InputError as err:
+                self.line = elements.line
+                self._lines, self._first = [b""], self.line
+                self.bad_record(err)
+                return
+            self.line = line
+            self._lines, self._first = [text], line
+            self._elements += 1
+            try:
+                row = loads(text)
+            except ValueError:
+                self.bad_record(InputError(bad_line_message(text)))
+                continue
+            if type(row) is not dict:
+                if row is None and tombstones:
+                    yield None
+                    continue
+                self.bad_record(InputError(not_an_object_message(row, text)))
+                continue
+            yield row
+
+    def _schema_line(self, row: Row) -> Any:
+        """The stream's schema line: not a record; its types convert the rows' values."""
+        from cdc.formats.stream_schema import StreamSchema
+
+        self._blank += 1
+        try:
+            self.stream_schema = StreamSchema.of(row)
+        except InputError as err:
+            self.bad_record(err)
+            return None
+        return self.stream_schema.converter()
 
 
 def bad_line_error(line: bytes, line_no: int) -> InputError:
@@ -281,7 +389,12 @@ def bad_line_error(line: bytes, line_no: int) -> InputError:
     lines (stdin's default) says how to name its format."""
     hint = None
     if line_no == 1:
-        text = line.decode("utf-8", "replace").strip()
+        try:
+            text = line.decode("utf-8").strip()
+        except UnicodeDecodeError:  # bytes, not text: no delimited format either
+            return InputError(bad_line_message(line), hint="this is not text: name the input's format with -i")
+        if not all(c.isprintable() or c == "\t" for c in text):  # control bytes: not a text format
+            return InputError(bad_line_message(line), hint="this is not text: name the input's format with -i")
         if text and text[0] not in '{["' and ("," in text or "\t" in text):
             fmt = "tsv" if "\t" in text else "csv"
             hint = f"this looks like {fmt.upper()}: name the format with -i {fmt}"

@@ -237,7 +237,7 @@ def names_stdout(name: str) -> bool:
     return name == STDIO or same_target(name, STDIO)
 
 
-def _is_special(path: str) -> bool:
+def is_special(path: str) -> bool:
     """Whether the path names something that is there and is not a regular file (or a folder):
     a FIFO, a device, a socket — after following symlinks."""
     try:
@@ -258,7 +258,7 @@ def _open_direct(path: str) -> BinaryIO | None:
             return os.fdopen(os.dup(fd), "wb", buffering=READ_BUFFER)
         except OSError as exc:
             raise UsageError(f"cannot write {path!r}: descriptor {fd} is not open") from exc
-    if not _is_special(path):
+    if not is_special(path):
         return None
     try:
         if stat.S_ISSOCK(os.stat(path).st_mode):

@@ -367,7 +367,7 @@ def test_11_parquet_output_holds_big_integers_and_names_a_misfit(tmp_path: Path)
     mixed = write_jsonl(tmp_path / "mixed.jsonl", [{"op": "+I", "id": 1}, {"op": "+I", "id": "x"}])
     result = run_cdc(["to-changelog", mixed, "-o", tmp_path / "mixed.parquet"])
     assert result.returncode == 3
-    assert f"{mixed}:2: column 'id' mixes integer and text 'x'".encode() in result.stderr
+    assert f"{mixed}:2: column 'id' mixes integer and text \"x\"".encode() in result.stderr
     assert b"-f jsonl" in result.stderr and not (tmp_path / "mixed.parquet").exists()
 
 
@@ -379,7 +379,7 @@ def test_11_a_misfit_is_named_at_its_input_line_on_every_path(tmp_path: Path) ->
         args = ["to-changelog", mixed, "--drop", "UPDATE_BEFORE", "-o", tmp_path / "mixed.parquet"]
         result = run_cdc(args, env={"CDC_PATH": path})
         assert result.returncode == 3, path
-        assert f"{mixed}:3: column 'id' mixes integer and text 'x'".encode() in result.stderr, (path, result.stderr)
+        assert f"{mixed}:3: column 'id' mixes integer and text \"x\"".encode() in result.stderr, (path, result.stderr)
     piped = run_cdc(["to-changelog", "--drop", "UPDATE_BEFORE", "-f", "parquet"], stdin=mixed.read_bytes())
     assert b"<output>: row 2: column 'id' mixes" in piped.stderr  # stdin is not read twice: the output's row
 

@@ -116,7 +116,7 @@ def test_inconsistencies_warn_by_default_and_fail_when_strict(tmp_path: Path) ->
     assert "3 inconsistent change(s)" in err
     assert f"{f}:2: +I of a key that already exists (id=1)" in err
     assert f"{f}:3: -D of a key that does not exist (id=9)" in err
-    assert f"{f}:4: -U image differs from the stored row for id=1: v: stored 'b', got 'zz'" in err
+    assert f'{f}:4: -U image differs from the stored row for id=1: v: stored "b", got "zz"' in err
     strict = run_cdc(["materialize", f, "--key", "id", "--strict"])
     assert strict.returncode == 3 and f"{f}:2: +I of a key that already exists".encode() in strict.stderr
     quiet = run_cdc(["materialize", f, "--key", "id", "--on-inconsistency", "ignore"])

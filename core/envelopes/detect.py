@@ -91,6 +91,8 @@ def recognise(event: Any, *, strict: bool = False) -> str | None:
             return "debezium"
         if not strict and ("before" in event or "after" in event or "source" in event):
             return "debezium"
+    elif not strict and ("__op" in event or "__deleted" in event) and "before" not in event and "after" not in event:
+        return "debezium"  # a row of Debezium's ExtractNewRecordState (its __op / __deleted fields)
     return None
 
 

@@ -6,7 +6,8 @@ DEFAULT, Oracle's unchanged LOBs, MySQL's NOBLOB images — is sent as the place
 column's type (Debezium's ``UnchangedToastedPlaceholder``, ``PostgresValueConverter``):
 
 - text, json, xml, … and bytea under ``binary.handling.mode=hex|base64``: the text itself;
-- bytea under ``bytes`` (the default): its UTF-8 bytes, which Kafka Connect's JSON writes as base64;
+- bytea under ``bytes`` (the default): its UTF-8 bytes, which Kafka Connect's JSON writes as base64
+  (under ``hex``, ``base64`` and ``base64-url-safe`` Debezium sends the text itself);
 - text/varchar/json arrays: ``[placeholder]``; bytea arrays: ``[base64 of its bytes]``;
 - int/date arrays and bigint arrays: its bytes as (signed, Java) integers;
 - uuid arrays: ``[UUID.nameUUIDFromBytes(its bytes)]``;
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import uuid
 from typing import Any
 
@@ -42,18 +44,19 @@ class Placeholder:
         raw = text.encode()
         b64 = base64.b64encode(raw).decode()
         url = base64.urlsafe_b64encode(raw).decode()
-        self.scalars = frozenset(
-            {text, b64, url, b64.rstrip("="), url.rstrip("="), raw.hex(), raw.hex().upper(), f'{{"{text}":"{text}"}}'}
-        )
+        hstore = json.dumps({text: text}, separators=(",", ":"), ensure_ascii=False)
+        self.scalars = frozenset({text, b64, url, b64.rstrip("="), url.rstrip("="), hstore})
         integers = [b - 256 if b > 127 else b for b in raw]
-        self.lists = ([text], [b64], [url], integers, [_java_uuid(raw)])
+        uuid_text = _java_uuid(raw)
+        self.lists = ([text], [b64], [url], integers, [uuid_text])
         self.map = {text: text}
-        # What a JSON line holding one of the forms surely contains (the kernel leaves such lines
-        # to the general way): the text, its base64 and hex, its first bytes as integers.
-        self.markers = tuple(
-            m.encode() for m in {text, b64.rstrip("="), url.rstrip("="), raw.hex(), raw.hex().upper()} if len(m) >= 8
-        )
-        self.integer_marker = ",".join(map(str, integers[:6])).encode() if len(integers) >= 6 else None
+        # What a JSON line holding a form surely contains (long needles: bytes.find skips faster):
+        # the quoted text (also in an array or a map), base64 bytes, hstore as JSON text, the
+        # integers (compact or spaced), the UUID.
+        ints = ",".join(map(str, integers))
+        quoted, hstore_text = json.dumps(text, ensure_ascii=False), json.dumps(hstore, ensure_ascii=False)[1:-1]
+        forms = (quoted, b64.rstrip("="), url.rstrip("="), hstore_text, ints, uuid_text)
+        self.markers = tuple(dict.fromkeys(m.encode() for m in (*forms, ints.replace(",", ", "))))
 
     def matches(self, value: Any) -> bool:
         kind = type(value)
@@ -85,8 +88,5 @@ class Placeholder:
 
     def in_line(self, line: bytes) -> bool:
         """Whether a JSON line may hold the placeholder in some form (no false negatives for
-        compact JSON; a false positive only sends the line the general way)."""
-        if any(m in line for m in self.markers):
-            return True
-        marker = self.integer_marker
-        return marker is not None and (marker in line or marker.replace(b",", b", ") in line)
+        JSON as Kafka Connect writes it; a false positive only sends the line the general way)."""
+        return any(m in line for m in self.markers)

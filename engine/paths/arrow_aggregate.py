@@ -111,6 +111,8 @@ class Aggregate(ChangeRules):
         self.info_schema = schema
 
     def apply(self, table: Any, offset: int, sink: Any) -> bool:
+        if self.spec.input_mode == "changelog" and _upsert_first(table.column(self.spec.kind_column)):
+            return False  # an upsert stream read as a changelog: the row path tells it at its row
         out = self._update_log(table)
         if out is None:
             return False
@@ -287,6 +289,24 @@ class Aggregate(ChangeRules):
     def finish(self, sink: Any) -> None:
         counts = getattr(self, "counts", None) or AggregateCounts(emit=self.query.emit)
         self.result.detail = AggregateSummary(counts, Findings(self.spec.policy))
+
+
+def _upsert_first(kinds: Any) -> bool:
+    """Whether a +U comes before every -U (``core.aggregate.UpsertWatch``'s finding)."""
+    from cdc.engine.paths.arrow_rules import AFTER, BEFORE, kind_codes
+
+    codes = kind_codes(kinds)
+    after = pc.call("index", codes, options=_index(AFTER)).as_py()
+    if after < 0:
+        return False
+    before = pc.call("index", codes, options=_index(BEFORE)).as_py()
+    return bool(before < 0 or after < before)
+
+
+def _index(code: int) -> Any:
+    from pyarrow._compute import IndexOptions
+
+    return IndexOptions(_pa().scalar(code, _pa().int8()))
 
 
 class Runs:

@@ -81,7 +81,12 @@ def _cut(data: bytes, count: int) -> int:
 
 def can_run(job: Job) -> bool:
     """JSON lines in, Parquet out."""
-    return job.out_format == "parquet" and bool(job.formats) and all(f == "jsonl" for f in job.formats)
+    return (
+        job.out_format == "parquet"
+        and "-" not in job.inputs  # stdin: a value the writer refuses names its <stdin>:LINE: the row path keeps them
+        and bool(job.formats)
+        and all(f == "jsonl" for f in job.formats)
+    )
 
 
 def _text_column(spec: Any) -> str:

@@ -68,8 +68,8 @@ class Replay(ChangeRules):
     def __init__(self, spec: ReplaySpec, schema: Any, result: Result):
         super().__init__(spec, schema, result)
         self.counts = ReplayCounts()
-        self.since = TimePoint(spec.since) if spec.since is not None else None
-        self.until = TimePoint(spec.until) if spec.until is not None else None
+        self.since = TimePoint(spec.since, "--since", spec.time_column) if spec.since is not None else None
+        self.until = TimePoint(spec.until, "--until", spec.time_column) if spec.until is not None else None
         self.at_since: Any = None  # --net: the state at --since
         # a change and the stored row it meets are of one key: equal key values (Arrow groups
         # keys as Python compares them), so only the other columns tell them apart

@@ -1,12 +1,15 @@
 """``materialize --as-of`` on Arrow batches (``core.versioned.VersionedState``).
 
-A change counts when its time is not null and at or before the point (``arrow_time``). With a
-key, the key's version is the counting change with the greatest time, the latest to arrive on
-a tie (``TimePoint(stored).compare(new) >= 0`` replaces), and the key keeps the place of its
-first counting change; a version that is a ``-U``/``-D`` leaves the key out. Times are ranked
+A change counts when its time is not null and at or before the point (``arrow_time``); a
+``-D``'s time is the later of its own and the greatest time before it in the stream (a running
+maximum of ranks, carried across chunks as ``clock``), and a ``-U`` marks no time. With a key,
+the key's version is the counting ``+I``/``+U``/``-D`` with the greatest time, the latest to
+arrive on a tie (``TimePoint(stored).compare(new) >= 0`` replaces), and the key keeps the place
+of its first counting change; a version that is a ``-D`` leaves the key out. Times are ranked
 over the carried versions and the chunk together, so they compare across chunks; values of
 mixed classes (numbers and date-times …) hand the input to the row path, which knows their
-pairwise order. Without a key, the counting changes make a multiset (``MultisetMaterialize``).
+pairwise order. Without a key, the counting changes make a multiset (``MultisetMaterialize``);
+a ``-U`` there goes with the ``+U`` after it, which the row path pairs: such a chunk is handed over.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from cdc.core.versioned import VersionedState
 from cdc.engine.job import Result
 from cdc.engine.paths.arrow_rules import (
     AFTER,
+    BEFORE,
+    DELETE,
     INSERT,
     KINDS,
     STATE_SEQ,
@@ -64,22 +69,55 @@ class AsOf(Materialize):
         super().__init__(spec, schema, result)
         assert spec.time_column is not None
         self.tc = spec.time_column
-        self.point = TimePoint(spec.as_of)
+        self.point = TimePoint(spec.as_of, "--as-of", spec.time_column)
         self.after = 0
+        self.clock: Any = None  # the greatest time seen so far
         # Without a key: a multiset of the changes that count
         self.multiset = None if spec.key else MultisetMaterialize(spec, schema, result)
 
-    def _counting(self, table: Any) -> Any:
+    def _times(self, table: Any, kinds: Any) -> Any:
+        """Each change's time as the row path places it (a ``-D`` no earlier than the greatest
+        time before it), and the new clock; None when the times are of mixed classes."""
+        from pyarrow._compute import CumulativeOptions
+
+        from cdc.engine.paths.arrow_time import ranks
+
+        pa = _pa()
+        times = column(table, self.tc)
+        times = times.combine_chunks() if hasattr(times, "combine_chunks") else times
+        values = pa.concat_arrays([pa.array([self.clock], times.type), times])
+        ranked = ranks(values)
+        if ranked is None:
+            return None
+        ranked = pc.fill_null(ranked, -1)
+        running = pc.call("cumulative_max", ranked, options=CumulativeOptions(skip_nulls=True))
+        before, own = running[:-1], ranked[1:]
+        later = pc.and_(pc.equal(kinds, DELETE), pc.call("greater", before, own))
+        later = pc.and_(later, pc.is_valid(times))
+        at = times
+        if pc.any(later).as_py():
+            at = pc.if_else(later, pc.take(values, pc.index_in(before, ranked)), times)
+        top = running[-1].as_py()
+        clock = values[pc.index_in(pa.array([top], pa.int64()), ranked)[0].as_py()].as_py() if top >= 0 else None
+        return at, clock
+
+    def _counting(self, times: Any) -> Any:
         """Whether each change is at or before the point (a null time never is)."""
         from cdc.engine.paths.arrow_time import compare_to
 
-        times = column(table, self.tc)
         at_or_before = pc.call("less_equal", compare_to(times, self.point), 0)
         return pc.and_(pc.is_valid(times), at_or_before)
 
     def apply(self, table: Any, offset: int, sink: Any) -> bool:
         pa = _pa()
-        counting = self._counting(table)
+        kinds = kind_codes(table.column(self.kc))
+        if self.multiset is not None and pc.any(pc.equal(kinds, BEFORE)).as_py():
+            return False  # a -U pairs with the +U after it: the row path's work
+        found = self._times(table, kinds)
+        if found is None:
+            return False
+        at, clock = found
+        counting = self._counting(at)
         left_out = len(table) - count_true(counting)
         if self.multiset is not None:
             multiset = self.multiset
@@ -88,14 +126,17 @@ class AsOf(Materialize):
                 return False
             multiset.by_kind, multiset.retract, multiset.upsert = saved  # counted here, as the row path does
         else:
-            chunk = pc.filter(table, counting)
-            arrivals = pc.filter(_arange(len(table), offset), counting)
+            versions = pc.and_(counting, pc.invert(pc.equal(kinds, BEFORE)))
+            timed = table.set_column(table.schema.get_field_index(self.tc), self.tc, at)
+            chunk = pc.filter(timed, versions)
+            arrivals = pc.filter(_arange(len(table), offset), versions)
             chunk = chunk.append_column(STATE_SEQ, arrivals).append_column(ARRIVAL, arrivals)
             work = chunk if self.state is None else pa.concat_tables([self.state, chunk]).combine_chunks()
             if not self._versions(work):
                 return False
+        self.clock = clock
         self.after += left_out
-        for i, n in enumerate(count_codes(kind_codes(table.column(self.kc)))):
+        for i, n in enumerate(count_codes(kinds)):
             self.by_kind[i] += n
         return True
 
@@ -160,6 +201,7 @@ class AsOf(Materialize):
         steps = steps_for(self.spec, self.result, where)
         state: VersionedState = self.result.detail
         state.after = self.after
+        state.clock = self.clock
         for kind, n in zip(KINDS, self.by_kind, strict=True):
             if n:
                 state.by_kind[kind] += n

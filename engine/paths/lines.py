@@ -119,7 +119,9 @@ def _to_changelog(job: Job, counts: Counts, with_kernel: bool) -> Converter:
     spec = job.spec
     convert = ToChangelogRow(spec, counts)
     if job.formats[0] in ENVELOPES:  # e.g. -i debezium: decoded, then converted
-        decode = decoder_for(DecodeSpec(envelope=job.formats[0], kind_column=spec.kind_column), Counts()).decode
+        # the rows are counted once, as converted; the decoder's notes (tombstones) are the command's
+        decoded_counts = Counts(notes=counts.notes)
+        decode = decoder_for(DecodeSpec(envelope=job.formats[0], kind_column=spec.kind_column), decoded_counts).decode
 
         def decoded(event: Any, raw: bytes) -> list[Row]:
             return [out for row in decode(event, raw) for out in convert(row)]

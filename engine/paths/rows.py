@@ -7,6 +7,7 @@ Each spec becomes ``Steps``: ``step`` turns one input row into the rows it makes
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import chain
@@ -138,7 +139,7 @@ def _materialize(spec: MaterializeSpec, result: Result, where: Where) -> Steps:
 
 
 def _inspect(spec: InspectSpec, result: Result, where: Where) -> Steps:
-    profile = result.detail = Profile(spec.key, spec.time_column, metadata_of(spec))
+    profile = result.detail = Profile(spec.key, spec.time_column, metadata_of(spec), frozenset(spec.ignore_columns))
     add, kind_column = profile.add, spec.kind_column
 
     def step(row: Row) -> tuple[()]:
@@ -174,7 +175,7 @@ def _replay(spec: ReplaySpec, result: Result, where: Where) -> Steps:
 
 def _aggregate(spec: AggregateSpec, result: Result, where: Where) -> Steps:
     """A continuous GROUP BY: each change updates its group, which emits what changed."""
-    from cdc.core.aggregate import GroupAggregate
+    from cdc.core.aggregate import GroupAggregate, UpsertWatch
     from cdc.core.inputmodes import change_reader
     from cdc.core.state import Findings
 
@@ -188,8 +189,12 @@ def _aggregate(spec: AggregateSpec, result: Result, where: Where) -> Steps:
     if spec.input_mode == "upsert":  # Flink's ChangelogNormalize before the aggregate
         normalize = KeyedReplay(ReplaySpec(spec.key, keep_noop=False)).apply
 
+    watch = UpsertWatch(group.findings) if spec.input_mode == "changelog" else None
+
     def step(row: Row) -> list[Row]:
         kind, image = change_of(row)
+        if watch is not None and watch.watching:
+            watch.see(kind, where)
         changes = normalize(kind, image) if normalize is not None else [(kind, image)]
         out = []
         for k, r in changes:
@@ -260,6 +265,29 @@ def _empty_of(steps: Steps, reader: RowReader) -> Callable[[], Empty | None] | N
 OUTPUT = "<output>"  # where a writer places a value it cannot hold: a row of the output
 
 
+PLACES_KEPT = 1 << 17  # more than the rows a writer holds before it writes them (Parquet: 65,536)
+
+
+class Places:
+    """The input places of the latest rows given to a writer (output rows numbered from 1):
+    stdin cannot be read again to find the record a misfit value came from."""
+
+    def __init__(self) -> None:
+        self.kept: deque[Location] = deque(maxlen=PLACES_KEPT)
+        self.made = 0
+
+    def rows(self, rows: Iterator[Row], reader: Any) -> Iterator[Row]:
+        kept = self.kept
+        for row in rows:
+            kept.append(reader.location())
+            self.made += 1
+            yield row
+
+    def of(self, number: int) -> Location | None:
+        at = number - (self.made - len(self.kept)) - 1
+        return self.kept[at] if 0 <= at < len(self.kept) else None
+
+
 def input_of_output_row(job: Job, number: int) -> Location | None:
     """Where the input record that made output row ``number`` is: the job's inputs read again up
     to that row (a writer finds a value it cannot hold rows after its record went by). None when
@@ -313,11 +341,16 @@ def run(job: Job, current: Session) -> Result:
         first = next(rows, None)  # the first row opens the input: Parquet output learns its types
         rows = chain(() if first is None else (first,), rows)
         empty = _empty_of(steps, reader)
+        places = None
+        if job.rows is None and STDIO in job.inputs and not getattr(job.spec, "rows_at_end", False):
+            places = Places()  # stdin cannot be read again (a table's rows come at the end)
+            rows = places.rows(rows, reader)
         try:
             result.counts.written = write_rows(job, current, rows, reader, empty)
         except InputError as err:  # a value the output cannot hold, found rows after it was read
             if err.where is not None and err.where.source == OUTPUT and err.where.row is not None:
-                err.where = input_of_output_row(job, err.where.row) or err.where
+                found = places.of(err.where.row) if places is not None else None
+                err.where = found or input_of_output_row(job, err.where.row) or err.where
             raise
     result.read = reader.records
     result_skips(current, result)

@@ -51,11 +51,41 @@ class ParquetFile:
         self._reader.close()
 
 
+def plain_type(kind: Any) -> Any:
+    """The type every path reads a stored type as: a dictionary as its values, a view as its
+    plain layout (``string_view`` → ``string``), inside lists and structs too — so a kind column
+    stored dictionary-encoded is the same strings to the row path and to Arrow's kernels."""
+    import pyarrow as pa
+
+    t = pa.types
+    if t.is_dictionary(kind):
+        return plain_type(kind.value_type)
+    if t.is_string_view(kind):
+        return pa.string()
+    if t.is_binary_view(kind):
+        return pa.binary()
+    if t.is_list_view(kind) or t.is_list(kind):
+        return pa.list_(kind.value_field.with_type(plain_type(kind.value_field.type)))
+    if t.is_large_list_view(kind) or t.is_large_list(kind):
+        return pa.large_list(kind.value_field.with_type(plain_type(kind.value_field.type)))
+    if t.is_struct(kind):
+        return pa.struct([f.with_type(plain_type(f.type)) for f in kind])
+    if t.is_map(kind):
+        return pa.map_(plain_type(kind.key_type), plain_type(kind.item_type))
+    return kind
+
+
+def plain_schema(schema: Any) -> Any:
+    import pyarrow as pa
+
+    return pa.schema([f.with_type(plain_type(f.type)) for f in schema], metadata=schema.metadata)
+
+
 def read_schema(path: str) -> Any:
     """The Arrow schema of a Parquet file (``pyarrow.parquet.read_schema``)."""
     file = ParquetFile(path)
     try:
-        return file.schema_arrow
+        return plain_schema(file.schema_arrow)
     finally:
         file.close()
 
@@ -77,7 +107,9 @@ class ParquetReader(RowReader):
                 self._file = ParquetFile(pa.BufferReader(stream.read()))
         except (pa.ArrowException, OSError) as exc:
             raise InputError(f"not a valid Parquet file: {exc}", where=Location(source)) from exc
-        self.arrow_schema = self._file.schema_arrow
+        stored = self._file.schema_arrow
+        self.arrow_schema = plain_schema(stored)
+        self._cast = None if self.arrow_schema.equals(stored) else self.arrow_schema
         self.columns = list(self.arrow_schema.names)
         self._row = -1
         self._last: Row | None = None
@@ -105,6 +137,8 @@ class ParquetReader(RowReader):
         offset = 0
         try:
             for batch in self._file.iter_batches(batch_size=rows):
+                if self._cast is not None:
+                    batch = batch.cast(self._cast)
                 self.records += len(batch)
                 yield batch, self._locator(offset)
                 offset += len(batch)
@@ -135,6 +169,7 @@ class ParquetWriter:
     ):
         self._stream = stream
         self._columns = ColumnSet(columns)
+        self._named = bool(columns)  # --columns: exactly these; else the rows' own, grown until written
         self._hints = type_hints or {}
         self._batch_rows = batch_rows or BATCH_ROWS  # the rows that fix the schema, and a row group
         self._buffer: list[Row] = []
@@ -148,6 +183,8 @@ class ParquetWriter:
         for row in rows:
             if not columns.fixed:
                 columns.fix(row)
+            if self._schema is None and not self._named:
+                columns.grow(row)
             columns.check(row)
             buffer.append(row)
             if len(buffer) >= self._batch_rows:
@@ -336,7 +373,9 @@ def _kind(value: Any) -> str:
 
 
 def _clip(value: Any) -> str:
-    text = repr(value)
+    from cdc.core.values import json_text
+
+    text = json_text(value)
     return text if len(text) <= 40 else text[:40] + "…"
 
 

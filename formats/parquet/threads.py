@@ -49,6 +49,9 @@ def parquet_writer(sink: Any, schema: Any, dictionary: Any = True) -> Any:
     with the same options (its defaults), made through ``pyarrow._parquet``: the same bytes."""
     from pyarrow._parquet import ParquetWriter as Writer
 
+    from cdc.formats.parquet.depth import check_depth
+
+    check_depth(schema)
     return Writer(
         sink,
         schema,
@@ -114,6 +117,9 @@ class ThreadedParquetWriter:
     columns ``dictionary_columns`` picks from the first batch, for the whole file."""
 
     def __init__(self, stream: BinaryIO, schema: Any, threads: int | None = None, dictionary: Any = True):
+        from cdc.formats.parquet.depth import check_depth
+
+        check_depth(schema)  # before a byte is written
         self._stream = stream
         self._schema = schema
         self._dictionary = dictionary

@@ -16,7 +16,7 @@ from typing import Any, BinaryIO
 
 import orjson
 
-from cdc.core.aggregate import AggregateCounts, GroupAggregate
+from cdc.core.aggregate import AggregateCounts, GroupAggregate, UpsertWatch
 from cdc.core.convert import split_change
 from cdc.core.errors import InputError, Location
 from cdc.core.model import Row
@@ -78,6 +78,11 @@ class AggregateEngine(Engine):
         self.out = out
         self.writer = JsonlWriter(out)
         self.group = GroupAggregate(query, Findings(spec.policy))
+        self.upserts = UpsertWatch(self.group.findings) if spec.input_mode == "changelog" else None
+        kc = orjson.dumps(spec.kind_column)
+        befores = (orjson.dumps("-U"), orjson.dumps("UPDATE_BEFORE"))
+        self.befores = tuple(kc + sep + b for b in befores for sep in (b":", b": "))
+        self.afters = (orjson.dumps("+U"), orjson.dumps("UPDATE_AFTER"))
         self.append = spec.input_mode == "append"
         self.kind_column = None if self.append else spec.kind_column
         self.by_kind: dict[str, int] = dict.fromkeys(KINDS, 0)
@@ -107,6 +112,20 @@ class AggregateEngine(Engine):
         flags = R_MISSING_NULL | (0 if query.group_by else R_NO_KEY) | (R_NO_KIND if self.append else 0)
         group_keys = tuple(orjson.dumps(c) for c in query.group_by)
         self.parse_args = (kc, _spellings(), group_keys, tuple(orjson.dumps(c) for c in extras), flags)
+
+    def hands_over(self, chunk: bytes) -> bool:
+        """While no -U has come: a chunk with a +U before any -U goes the general way, which
+        tells an upsert stream at its row (a +U spelled in another column costs only speed)."""
+        if self.upserts is None or not self.upserts.watching:
+            return super().hands_over(chunk)
+        after = min((i for i in (chunk.find(a) for a in self.afters) if i >= 0), default=-1)
+        if after < 0:
+            return super().hands_over(chunk)
+        before = min((i for i in (chunk.find(b) for b in self.befores) if i >= 0), default=-1)
+        if 0 <= before < after:
+            self.upserts.watching = False  # a retract stream
+            return super().hands_over(chunk)
+        return True
 
     def apply(self, packed: bytes, at: Chunk) -> int | None:
         group = self.group
@@ -180,6 +199,8 @@ class AggregateEngine(Engine):
 
     def step(self, row: Row, where: Location) -> None:
         kind, image = ("+I", row) if self.append else split_change(row, self.spec.kind_column)
+        if self.upserts is not None and self.upserts.watching:
+            self.upserts.see(kind, lambda: where)
         kc = self.spec.kind_column
         out = []
         for kind_out, row_out in self.group.apply(kind, image, lambda: where):

@@ -14,7 +14,7 @@ from cdc.core.kinds import KIND_BY_TEXT
 from cdc.core.model import Reject, Row
 from cdc.engine.empty import Examples
 from cdc.engine.job import Job, Result
-from cdc.engine.paths.native.kernel import KINDS
+from cdc.engine.paths.native.kernel import KINDS, escape_at
 from cdc.engine.session import Session
 from cdc.formats.jsonl import loads
 
@@ -51,6 +51,15 @@ class Chunk:
         self.reject(err.located(self.where(line)), self.raw(offset))
 
 
+class HandOver(Exception):  # noqa: N818 - a signal, not an error
+    """Raised by a handle: the kernel stops at this record (line, byte offset in its chunk) and
+    the general way takes it and the rest."""
+
+    def __init__(self, line: int, offset: int, kind: str):
+        super().__init__(line, offset, kind)
+        self.line, self.offset, self.kind = line, offset, kind
+
+
 class Engine:
     """One command's state: the kernel's State while it lasts, the core's after a hand-over."""
 
@@ -60,12 +69,22 @@ class Engine:
     watch: tuple[bytes, ...] = ()  # names that hand a chunk naming one over (unknown commit columns)
     examples: Examples | None = None  # the first changes, for an empty result's columns and types
 
+    def hands_over(self, chunk: bytes) -> bool:
+        """Whether the general way is to take this chunk and the rest (before the kernel sees it):
+        one with an escape the kernel would copy as written (``kernel.escape_at``), or naming a
+        watched column."""
+        return escape_at(chunk) >= 0 or any(name in chunk for name in self.watch)
+
     def apply(self, packed: bytes, at: Chunk) -> int | None:
         """Apply the records; None, or the byte offset in them of the record the kernel stopped
         at (the engine is to hand over before it: the general way takes it and the rest)."""
         raise NotImplementedError
 
     def hand_over(self) -> None:
+        raise NotImplementedError
+
+    def undo(self, kind: str) -> None:
+        """After a ``HandOver``: the stopped record, counted by the kernel, is not applied yet."""
         raise NotImplementedError
 
     def step(self, row: Row, where: Location) -> None:

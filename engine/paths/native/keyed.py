@@ -35,7 +35,7 @@ from cdc.engine.handover import hand_over
 from cdc.engine.inputs import line_chunks
 from cdc.engine.job import Job, Result
 from cdc.engine.paths import texts_parquet
-from cdc.engine.paths.native.kernel import KINDS, _kernel, available
+from cdc.engine.paths.native.kernel import KINDS, _kernel, available, escape_at
 from cdc.engine.session import Session, result_skips
 from cdc.engine.tables import new_table_state, table_rows, write_rows, write_texts
 from cdc.formats.jsonl import bad_line_error, loads_for, not_an_object_message
@@ -106,6 +106,10 @@ class KeyedLines:
         """Parse this chunk on a thread (the kernel lets go of the GIL) while the one before is
         applied: the two halves of the work on the two cores."""
         job = None
+        if self.rows is not None and escape_at(chunk) >= 0:  # the kernel would copy it as written
+            self._drain()
+            if self.rows is not None:
+                self._hand_over()
         if self.rows is not None:
             if self._pool is None:
                 from concurrent.futures import ThreadPoolExecutor
