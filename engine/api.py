@@ -706,6 +706,12 @@ def replay_steps(
     until: Any = None,
     net: bool = False,
     kind_column: str = "op",
+    delimiter: str | None = None,
+    quote_char: str | None = None,
+    no_header: bool = False,
+    header_names: Names | None = None,
+    table_include: str | None = None,
+    database_include: str | None = None,
     ignore_columns: Names | None = None,
     input_format: str | None = None,
     on_error: str = "fail",
@@ -721,9 +727,7 @@ def replay_steps(
 
     spec = _replay_spec(locals())
     reads = CHANGELOG if spec.input_mode == "changelog" else PLAIN
-    job, _ = _IO(source, input_format=input_format, on_error=on_error, rejects=rejects).job(
-        CopySpec(reads, spec.kind_column)
-    )
+    job, _ = _IO.of(locals()).job(CopySpec(reads, spec.kind_column))
     job = resolve(job)
     state = KeyedReplay(spec)
     change_of = change_reader(spec.input_mode, spec.kind_column, spec.delete_when)
