@@ -10,6 +10,7 @@ import csv
 import datetime as dt
 import io
 import re
+import sys
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from decimal import Decimal
@@ -302,6 +303,18 @@ class DelimitedReader(RowReader):
             _FileLines(self._path, self._header) if self._path is not None else _StreamLines(counted)
         )
         self._finder = _RaggedFinder(lines, self._delimiter, len(names), self._quote, self._next_line)
+        self._undecodable = False
+        hook = sys.unraisablehook
+
+        def undecodable(unraisable: Any) -> None:
+            # pyarrow decodes a ragged row's text before calling on_invalid_row: invalid UTF-8 there
+            # is an "Exception ignored" traceback on stderr, then a parse error — said once, located
+            if isinstance(unraisable.exc_value, UnicodeDecodeError):
+                self._undecodable = True
+            else:
+                hook(unraisable)
+
+        sys.unraisablehook = undecodable
         try:
             reader = pacsv.open_csv(
                 io.BufferedReader(counted, BATCH_BYTES),
@@ -334,6 +347,7 @@ class DelimitedReader(RowReader):
         except UnicodeDecodeError as exc:
             raise self._parse_error(exc, ragged, len(names)) from exc
         finally:
+            sys.unraisablehook = hook
             self._finder.close()
 
     def close(self) -> None:
@@ -409,9 +423,21 @@ class DelimitedReader(RowReader):
         while self._pending:
             self._ragged(0, *self._pending.popleft(), width)
         text = str(exc)
-        if "UTF8" in text or "utf-8" in text.lower() or isinstance(exc, UnicodeDecodeError):
-            return InputError("invalid UTF-8 in CSV data", where=Location(self.source))
+        if "UTF8" in text or "utf-8" in text.lower() or isinstance(exc, UnicodeDecodeError) or self._undecodable:
+            return InputError("invalid UTF-8 in CSV data", where=Location(self.source, self._invalid_line()))
         return InputError(f"cannot parse CSV: {text}", where=Location(self.source))
+
+    def _invalid_line(self) -> int | None:
+        """The first line that is not UTF-8 (of a file)."""
+        if self._path is not None:
+            with open(self._path, "rb") as fh:
+                for number, line in enumerate(fh, 1):
+                    try:
+                        line.decode("utf-8")
+                    except UnicodeDecodeError:
+                        return number
+            return None
+        return None  # stdin: its bytes are let go as they are parsed, their line numbers with them
 
     def _find_open_quote(self) -> int | None:
         """The line where the unterminated quoted field starts (files only)."""

@@ -393,8 +393,9 @@ def bad_line_error(line: bytes, line_no: int) -> InputError:
             text = line.decode("utf-8").strip()
         except UnicodeDecodeError:  # bytes, not text: no delimited format either
             return InputError(bad_line_message(line), hint="this is not text: name the input's format with -i")
-        printable = all(c.isprintable() or c == "\t" for c in text)
-        if printable and text and text[0] not in '{["' and ("," in text or "\t" in text):
+        if not all(c.isprintable() or c == "\t" for c in text):  # control bytes: not a text format
+            return InputError(bad_line_message(line), hint="this is not text: name the input's format with -i")
+        if text and text[0] not in '{["' and ("," in text or "\t" in text):
             fmt = "tsv" if "\t" in text else "csv"
             hint = f"this looks like {fmt.upper()}: name the format with -i {fmt}"
     return InputError(bad_line_message(line), hint=hint)

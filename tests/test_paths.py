@@ -907,3 +907,120 @@ def test_a_placeholder_form_the_kernel_does_not_know_goes_the_general_way(tmp_pa
     src.write_text("".join(json.dumps(e) + "\n" for e in events))
     job = Job(DecodeSpec(), (str(src),), output=str(out))
     _all_paths_agree(job, out, None, _lines_paths())
+
+
+# -- issue #25: the fast paths equal the row path -----------------------------------------------
+
+
+def _invoke_on(path: str | None, args: list[Any]) -> Any:
+    with mock.patch.dict(os.environ, {"CDC_PATH": path} if path else {}):
+        return invoke(args)
+
+
+def _on_stateful_paths(args: list[str]) -> set[tuple[int, str, str]]:
+    """``_on_every_path`` with the state kernel and the Arrow paths too."""
+    from helpers import run_cdc
+
+    said = set()
+    for path in ("rows", "lines", "kernel-lines", "keyed-kernel", "state-kernel", "arrow", "arrow-state", None):
+        result = run_cdc(args, env={"CDC_PATH": path} if path else {})
+        if b"does not take this job" in result.stderr:
+            continue
+        said.add((result.returncode, result.stdout.decode(), result.stderr.decode()))
+    return said
+
+
+@pytest.mark.parametrize("encoding", ["dictionary", "large_string", "string_view"])
+def test_an_op_column_stored_dictionary_encoded_or_large_reads_alike_on_every_path(
+    tmp_path: Path, encoding: str
+) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    kinds = pa.array(["+I", "+I", "-U", "+U", "-D"])
+    column = {
+        "dictionary": kinds.dictionary_encode(),
+        "large_string": kinds.cast(pa.large_string()),
+        "string_view": kinds.cast(pa.string_view()),
+    }[encoding]
+    log = tmp_path / "log.parquet"
+    pq.write_table(pa.table({"op": column, "id": [1, 2, 1, 1, 2], "v": ["a", "b", "a", "c", "b"]}), log)
+    for args in (["to-changelog", log, "--stats"], ["materialize", log, "--key", "id"], ["replay", log, "--key", "id"]):
+        said = _on_stateful_paths(args)
+        assert len(said) == 1, (args, said)
+        code, out, err = said.pop()
+        assert code == 0 and out, err
+    out_file = tmp_path / "out.parquet"
+    for path in ("rows", None):
+        result = _invoke_on(path, ["to-changelog", log, "-o", out_file])
+        assert result.exit_code == 0, result.output
+        assert read_parquet(out_file)[0]["op"] == "INSERT"
+
+
+def test_to_changelog_of_debezium_counts_each_change_and_the_tombstone_once_on_every_path() -> None:
+    from helpers import SAMPLES
+
+    said = _on_every_path(["to-changelog", "-i", "debezium", SAMPLES / "mysql-inventory.jsonl", "--stats"])
+    assert len(said) == 1, said
+    code, _, err = said.pop()
+    assert code == 0
+    assert "wrote 9 (+I 4, -U 2, +U 2, -D 1), tombstones 1" in err  # 7 events: 4 c, 2 u (two rows each), 1 d
+
+
+ESCAPED = (
+    '{"op":"+I","id":1,"v":"\\u0078\\/\\ud83d\\ude00","w":"a\\\\u0078"}\n'
+    '{"op":"+I","id":2,"v":"plain","w":"\\u00e9\\"\\n"}\n'
+    '{"op":"-D","id":1,"v":"x/\U0001f600","w":"a\\\\u0078"}\n'
+)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["to-changelog"],
+        ["from-changelog", "--preset", "flink-short"],
+        ["materialize", "--key", "id"],
+        ["materialize"],
+        ["replay", "--key", "id"],
+        ["aggregate", "-g", "v", "-a", "n=COUNT(*)"],
+    ],
+)
+def test_json_string_escapes_have_one_spelling_on_every_path(tmp_path: Path, command: list[str]) -> None:
+    log = tmp_path / "log.jsonl"
+    log.write_text(ESCAPED, encoding="utf-8")
+    said = _on_stateful_paths([*command, log])
+    assert len(said) == 1, said
+    code, out, err = said.pop()
+    assert code == 0, err
+    assert "\\u0078" not in out.replace("\\\\u0078", "") and "\\/" not in out  # written in UTF-8, as the row path does
+    if command[0] in ("to-changelog", "from-changelog", "replay"):  # row 1 is in the output
+        assert "a\\\\u0078" in out  # an escaped backslash before "u0078" is text, kept
+
+
+@pytest.mark.parametrize("depth", [254, 600, 1023])
+def test_values_nested_up_to_the_parsers_limit_pass_on_every_path(tmp_path: Path, depth: int) -> None:
+    log = tmp_path / "log.jsonl"
+    value = "[" * depth + "]" * depth
+    log.write_text(f'{{"op":"+I","id":1,"v":{value}}}\n{{"op":"+I","id":2,"v":1}}\n')
+    for command in (["to-changelog"], ["materialize", "--key", "id"], ["materialize"], ["inspect"]):
+        said = _on_stateful_paths([*command, log, "--on-error", "skip"])
+        assert len(said) == 1, (command, {s[2][:200] for s in said})
+        code, out, err = said.pop()
+        assert code == 0 and "Traceback" not in err and "skipped" not in err, err
+        if command[0] != "inspect":
+            assert value in out
+
+
+def test_a_value_too_deep_for_parquet_is_refused_before_a_byte_is_written(tmp_path: Path) -> None:
+    log = tmp_path / "log.jsonl"
+    log.write_text('{"op":"+I","id":1,"v":' + "[" * 60 + "1" + "]" * 60 + "}\n")
+    out = tmp_path / "out.parquet"
+    out.write_bytes(b"old")
+    for path in ("rows", None):
+        result = _invoke_on(path, ["to-changelog", log, "-o", out])
+        assert result.exit_code == 3 and "nested too deeply for Parquet" in result.output, result.output
+        assert out.read_bytes() == b"old"
+    shallow = tmp_path / "shallow.jsonl"
+    shallow.write_text('{"op":"+I","id":1,"v":' + "[" * 40 + "1" + "]" * 40 + "}\n")
+    assert invoke(["to-changelog", shallow, "-o", out]).exit_code == 0
+    assert read_parquet(out)[0]["id"] == 1  # pyarrow reads back what was written
