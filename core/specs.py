@@ -43,6 +43,7 @@ class CopySpec:
     stateless: ClassVar[bool] = True
     reads: str = PLAIN
     kind_column: str = "op"
+    tables: Tables = Tables()  # -i debezium|canal|maxwell|ogg: the tables read
 
 
 @dataclass(frozen=True)

@@ -35,13 +35,14 @@ def new_table_state(spec: MaterializeSpec) -> TableState:
     return new_state(spec.key, findings, spec.dedup, metadata, ignored)
 
 
-def table_rows(state: TableState, spec: MaterializeSpec) -> Iterable[Row]:
+def table_rows(state: TableState, spec: MaterializeSpec, fill: bool = True) -> Iterable[Row]:
     """The live rows in first-insertion order of their key, or sorted by key (``--sort``), without
     a change feed's commit columns (the table the source system shows has none)."""
     rows: Iterable[Row] = state.rows()
     if state.metadata:
         rows = (strip(row, state.metadata) for row in rows)
-    rows = all_columns(rows, lambda: state.rows(), state.metadata)
+    if fill:  # CSV, Parquet, print, table: one set of columns (JSON lines: each row as written)
+        rows = all_columns(rows, lambda: state.rows(), state.metadata)
     if not spec.sort:
         return rows
     return sorted(rows, key=lambda r: tuple(sort_key(r.get(c)) for c in (spec.key or list(r))))

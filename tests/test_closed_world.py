@@ -79,6 +79,7 @@ def _query(fields: dict[str, Any]) -> AggregateQuery:
 VALUES: dict[tuple[type, str], dict[str, Any]] = {
     (CopySpec, "reads"): {"reads": "changelog"},
     (CopySpec, "kind_column"): {"kind_column": "kind", "reads": "changelog"},
+    (CopySpec, "tables"): {"tables": Tables(table_include="orders"), "reads": "changelog"},
     (FromChangelogSpec, "op_column"): {},
     (FromChangelogSpec, "mapping"): {"mapping": {**DEFAULT_FROM_MAPPING, "upsert": RowKind.UPDATE_AFTER}},
     (FromChangelogSpec, "kind_column"): {"kind_column": "kind"},

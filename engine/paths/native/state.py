@@ -501,13 +501,16 @@ class MaterializeEngine(TableEngine):
         else:
             self.hand_over()
 
+    def _rows(self, job: Job) -> Any:
+        return table_rows(self.table, self.spec, job.out_format != "jsonl")
+
     def result(self, result: Result, job: Job, current: Session) -> None:
         result.detail = self.table
         if self.texts is not None:
             result.counts.written = write_texts(job, current, self.texts)
         else:
             empty = partial(empty_result, self.spec, None, self.examples, self.table.metadata)
-            result.counts.written = write_rows(job, current, table_rows(self.table, self.spec), empty=empty)
+            result.counts.written = write_rows(job, current, self._rows(job), empty=empty)
 
 
 class _Sized(set[Any]):
