@@ -386,6 +386,17 @@ def canon(value: Any, kind: str, side: str, db: str, modes: dict[str, str]) -> A
     return compare.canon_cdc(value, kind, modes)
 
 
+# Columns an ALTER dropped or renamed away: cdc's table is the union of the columns it saw (as
+# Flink's debezium-json reads a later event without them: null), the database's has them no more.
+GONE = {"s_evolve": {"a", "c"}, "m_evolve": {"a"}}
+
+
+def kind_column_for(t: Table) -> list[str]:
+    """A table with a data column named ``op`` (an audit table) is read with another kind column,
+    as cdc's collision error says."""
+    return ["--kind-column", "cdc_kind"] if "op" in t.types else []
+
+
 def table_diffs(
     db_rows: list[dict[str, Any]], cdc_rows: list[dict[str, Any]], t: Table, db: str, modes: dict[str, str]
 ) -> list[str]:
@@ -394,7 +405,7 @@ def table_diffs(
     def rows(src: list[dict[str, Any]], side: str) -> Counter[str]:
         out: Counter[str] = Counter()
         for r in src:
-            extra = set(r) - set(t.types)
+            extra = set(r) - set(t.types) - GONE.get(t.name, set())
             cells = {c: canon(r.get(c), k, side, db, modes) for c, k in t.types.items()}
             if extra:
                 cells["<extra columns>"] = sorted(extra)
@@ -506,10 +517,11 @@ class ScenarioRun(H.Run):
 
     def pipeline(self, t: Table, events: Path, out: Path, extra_decode: list[str], materialize: list[str]) -> list[str]:
         key = ",".join(t.key)
-        decode = [*self.cdc, "debezium-decode", events, "--table-include", t.name, "--on-truncate", "delete"]
+        kind = kind_column_for(t)
+        decode = [*self.cdc, "debezium-decode", events, "--table-include", t.name, "--on-truncate", "delete", *kind]
         if t.key and t.decode_key:
             decode += ["--key", key]
-        mat = [*self.cdc, "materialize", *(["--key", key] if t.key else []), *materialize]
+        mat = [*self.cdc, "materialize", *(["--key", key] if t.key else []), *kind, *materialize]
         return H.sh([[*decode, *extra_decode], mat], out)
 
     def check(
@@ -517,7 +529,8 @@ class ScenarioRun(H.Run):
     ) -> None:
         out = self.work / "checks" / (name.replace(" ", "_").replace("/", "_").replace(":", "") + ".jsonl")
         out.parent.mkdir(exist_ok=True)
-        err = self.pipeline(t, events, out, extra or [], ["--strict"])
+        strict = [] if t.name in GONE else ["--strict"]  # a renamed column's old and new name differ
+        err = self.pipeline(t, events, out, extra or [], strict)
         if err:
             self.results.add(name, err)
             return
@@ -558,7 +571,8 @@ class ScenarioRun(H.Run):
             self.results.add(f"{self.db.name} noschema {t.name} final", err)
         # A stateful read of several tables without a filter is refused, never merged.
         out = checks / "merged.jsonl"
-        err = H.sh([[*self.cdc, "materialize", "-i", "debezium", main / "all.schema.jsonl", "--key", "id"]], out)
+        refuse = [*self.cdc, "materialize", "-i", "debezium", main / "all.schema.jsonl", "--key", "id"]
+        err = H.sh([[*refuse, "--kind-column", "k"]], out)
         refused = bool(err) and any("--table-include" in line for line in err)
         self.results.add(
             f"{self.db.name} several tables without a filter are refused", [] if refused else ["not refused", *err]
@@ -619,22 +633,11 @@ class ScenarioRun(H.Run):
                 continue
             out = self.work / "checks" / f"unwrap-{t.name}.jsonl"
             key = ",".join(t.key)
+            kind = kind_column_for(t)
             err = H.sh(
                 [
-                    [
-                        *self.cdc,
-                        "replay",
-                        events,
-                        "--input-mode",
-                        "upsert",
-                        "--key",
-                        key,
-                        "--table-include",
-                        t.name,
-                        "--delete-when",
-                        "__deleted=true",
-                    ],
-                    [*self.cdc, "materialize", "--key", key],
+                    [*self.cdc, "decode", events, "--key", key, "--table-include", t.name, *kind],
+                    [*self.cdc, "materialize", "--key", key, *kind],
                 ],
                 out,
             )

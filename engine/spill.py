@@ -567,23 +567,6 @@ def _merged(outputs: list[tuple[Path, list[int]]]) -> Iterator[bytes]:
             fh.close()
 
 
-def _uneven(outputs: list[tuple[Path, list[int]]]) -> bool:
-    """Whether the table's rows differ in their columns (then it is written as the union of
-    them, as the row path writes a table, not as the rows' texts)."""
-    from cdc.formats.jsonl import loads
-
-    shape: Any = None
-    for path, _ in outputs:
-        with open(path, "rb") as fh:
-            for line in fh:
-                keys = loads(line).keys()
-                if shape is None:
-                    shape = keys
-                elif keys != shape:
-                    return True
-    return False
-
-
 def _tagged(places: list[int], part: int) -> Iterator[tuple[int, int]]:
     for place in places:
         yield place, part
@@ -596,7 +579,7 @@ def _write(job: Job, current: Any, outputs: list[tuple[Path, list[int]]], empty:
     from cdc.formats.jsonl import loads_for
 
     texts = _merged(outputs)
-    if job.out_format == "jsonl" and not job.columns and not _uneven(outputs):
+    if job.out_format == "jsonl" and not job.columns:  # rows as they are, as the in-memory paths write them
         stream = current.open_output().stream
         count = 0
         batch: list[bytes] = []
