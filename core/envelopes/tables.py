@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from cdc.core.errors import InputError, Location, UsageError
+from cdc.core.errors import Location, UsageError
 from cdc.core.model import Row
 
 
@@ -88,6 +88,8 @@ class TableGate:
         if type(event) is not dict:
             return True  # a tombstone, or a bad record the decoder names
         parts = table_parts(self.envelope, event)
+        if parts[2] is None:  # a heartbeat, a transaction marker: no table's; the decoder says what it is
+            return True
         if self.filtered and self.filter_here and not self._included(parts, event):
             notes["filtered messages"] += 1
             return False
@@ -113,9 +115,7 @@ class TableGate:
                 return False
         if self.table_re is not None:
             if table is None:
-                if quiet:
-                    return False
-                raise InputError("the event names no table (Debezium's source.table): --table-include cannot place it")
+                return False
             names = [table]
             if schema:
                 names.append(f"{schema}.{table}")
