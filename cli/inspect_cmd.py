@@ -56,7 +56,10 @@ def command(
         kind_column=kind_column,
         ignore_columns=ignore_columns,
     )
-    if result.report is None:  # --print-sql
+    if result.report is None:  # --print-sql; --on-flink: the changes per kind, as rows
+        for row in result.rows or []:
+            sys.stdout.buffer.write(orjson.dumps(row, default=encode_default, option=orjson.OPT_APPEND_NEWLINE))
+        sys.stdout.flush()
         return
     report = result.report
     if as_json:

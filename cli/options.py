@@ -63,6 +63,7 @@ class Common:
     progress: bool | None = None
     verbose: bool = False
     print_sql: bool = False
+    on_flink: str | None = None  # a SQL Gateway's URL: the --print-sql script runs there (engine.on_flink)
     flink_version: str = "2.3"
     sql_source: str = "filesystem"
     sql_sink: str = "none"
@@ -235,6 +236,23 @@ SQL = Group(
                 ),
             ],
             False,
+        ),
+        (
+            "on_flink",
+            Annotated[
+                str | None,
+                typer.Option(
+                    "--on-flink",
+                    metavar="URL",
+                    help="Run that script on a Flink cluster through its SQL Gateway (http://HOST:8083) and write "
+                    "its rows as the local run would (-o, -f). The cluster reads the input itself: a file:/// path "
+                    "it shares, or any path when the gateway is on this machine. URL query parameters are session "
+                    "settings (…?parallelism.default=4).",
+                    rich_help_panel=SQL_PANEL,
+                    show_default=False,
+                ),
+            ],
+            None,
         ),
         (
             "flink_version",

@@ -152,9 +152,9 @@ def command(
             "--live shows a table changing on a terminal, and stdout is not one",
             hint="drop --live to write the replayed changelog, or run it in a terminal",
         )
-    steps = api.replay_steps(
-        common.inputs, input_format=common.input_format, on_error=common.on_error, rejects=common.rejects, **options
-    )
+    reading = ("input_format", "on_error", "rejects", "delimiter", "quote_char", "no_header", "header_names")
+    tables = ("table_include", "database_include")
+    steps = api.replay_steps(common.inputs, **{n: getattr(common, n) for n in (*reading, *tables)}, **options)
     _live(steps, 0.1 if delay is None else delay)
 
 

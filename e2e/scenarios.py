@@ -331,7 +331,8 @@ UNWRAP = {
     "transforms": "unwrap",
     "transforms.unwrap.type": "io.debezium.transforms.ExtractNewRecordState",
     "transforms.unwrap.drop.tombstones": "false",
-    "transforms.unwrap.delete.handling.mode": "rewrite",
+    "transforms.unwrap.delete.handling.mode": "rewrite",  # before Debezium 3.0
+    "transforms.unwrap.delete.tombstone.handling.mode": "rewrite",  # 3.x: a delete is a row with __deleted=true
     "transforms.unwrap.add.fields": "op,table,source.ts_ms",
 }
 

@@ -30,7 +30,11 @@ The keywords every function shares (as the commands' flags):
   ``advance(n)``; the command's progress bar);
 - ``print_sql=True``: make the Flink SQL script that does the same job (``result.sql``) and run
   nothing; ``flink_version``, ``sql_source``, ``sql_sink``, ``topic``, ``sink_topic``,
-  ``bootstrap_servers``, ``sink_path`` say for which Flink and where it reads and writes.
+  ``bootstrap_servers``, ``sink_path`` say for which Flink and where it reads and writes;
+- ``on_flink="http://host:8083"``: run that script on a Flink cluster through its SQL Gateway and
+  write (or collect) its rows as the local run does (``engine.on_flink``); the cluster reads the
+  input itself (a local path only when the gateway is on this machine, else ``file:///…`` on a
+  shared file system). The URL's query parameters are session settings.
 
 Names (``key``, ``group_by``, ``columns`` …) are a comma list (``"a,b"``) or a list of names;
 ``op_mapping`` is a dict (``{"c, r": "INSERT", "d": "DELETE"}``), a ``"CODES=KIND"`` text or a list
@@ -47,7 +51,6 @@ from cdc.core.convert import from_changelog_spec, to_changelog_spec
 from cdc.core.errors import UsageError
 from cdc.core.model import OnError, Row
 from cdc.core.specs import (
-    CHANGELOG,
     PLAIN,
     CopySpec,
     DecodeSpec,
@@ -140,11 +143,12 @@ class _IO:
         progress: Progress | None = None,
         print_sql: bool = False,
         sql: dict[str, Any] | None = None,
+        on_flink: str | None = None,
     ):
         self.source, self.output, self.progress = source, output, progress
         self.input_format, self.output_format, self.columns = input_format, output_format, columns
         self.on_error, self.rejects = on_error, rejects
-        self.print_sql, self.sql = print_sql, sql or {}
+        self.print_sql, self.sql, self.on_flink = print_sql, sql or {}, on_flink
         self.limits: dict[str, Any] = {}  # memory_limit and temp_dir of a job that may spill
         self.csv: Any = None  # how CSV input is written (formats.base.CsvDialect)
         self.tables: Any = None  # the tables of change events read on the way in (core.specs.Tables)
@@ -159,6 +163,7 @@ class _IO:
             **{name: values[name] for name in shared if name in values},
             print_sql=values.get("print_sql", False),
             sql={name: values[name] for name in sql if name in values},
+            on_flink=values.get("on_flink"),
         )
         csv = [values.get(n) for n in ("delimiter", "quote_char", "no_header", "header_names")]
         if any(csv):
@@ -170,7 +175,7 @@ class _IO:
             from cdc.core.specs import Tables
 
             io.tables = Tables(values.get("database_include"), values.get("table_include"))
-        if values.get("print_sql"):
+        if values.get("print_sql") or values.get("on_flink"):
             given = [
                 flag
                 for flag, value in (
@@ -181,7 +186,7 @@ class _IO:
                 if value
             ]
             if given:
-                raise UsageError(f"--print-sql does not write {', '.join(given)} into the Flink script yet")
+                raise UsageError(f"--print-sql / --on-flink do not write {', '.join(given)} into the Flink script yet")
         return io
 
     def job(self, spec: Any) -> tuple[Job, ListSink | None]:
@@ -228,13 +233,51 @@ class _IO:
         if not isinstance(self.source, str | os.PathLike) and not _all_paths(self.source):
             raise UsageError("print_sql needs an input file: the script reads it (or a Kafka topic) by name")
         inputs = [os.fspath(self.source)] if isinstance(self.source, str | os.PathLike) else _paths(self.source)
+        if self.on_flink is not None:
+            inputs = self.cluster_inputs(inputs)
         common = Common(
             inputs=inputs,
             input_format=self.input_format.lower() if self.input_format else None,
             on_error=OnError(_choice("--on-error", self.on_error, list(OnError))),
             **self.sql,
         )
-        return Result(sql=make(common, spec))
+        script = make(common, spec)
+        if self.on_flink is None:
+            return Result(sql=str(script))
+        return self.flink_run(script, spec, inputs)
+
+    def cluster_inputs(self, inputs: list[str]) -> list[str]:
+        """``on_flink``: one input, a path the cluster reads too (see ``engine.on_flink``)."""
+        from cdc.engine.on_flink import cluster_input
+
+        if self.print_sql:
+            raise UsageError("--print-sql prints the script, --on-flink runs it: give one of them")
+        if self.rejects is not None:
+            raise UsageError("--rejects keeps the records cdc skips; on a cluster Flink's format skips them unseen")
+        if len(inputs) > 1:
+            raise UsageError("--on-flink runs one input file: the cluster's script reads one table", hint="join them")
+        return [cluster_input(path, self.on_flink or "") for path in inputs]
+
+    def flink_run(self, script: Any, spec: Any, inputs: list[str]) -> Result:
+        """The script run on the cluster at ``on_flink``, its rows written as ``output`` says."""
+        from cdc.engine.on_flink import run_on_flink
+
+        job, collected = self.job(spec)
+        job = job.with_(inputs=tuple(inputs))
+        done = run_on_flink(
+            self.on_flink or "",
+            str(script),
+            job,
+            script.shape,
+            keys=script.keys,
+            kind_column=script.kind_column,
+            sort=script.sort,
+        )
+        result = Result(path="flink", flink_job=done.job_id or "")
+        result.counts.written = done.rows
+        if collected is not None:
+            result.rows = collected.rows
+        return result
 
 
 def _all_paths(source: Any) -> bool:
@@ -259,7 +302,7 @@ def _with_source(job: Job, source: Source) -> Job:
 
 
 def _sql_or_run(io: _IO, spec: Any, builder: str) -> Result:
-    if io.print_sql:
+    if io.print_sql or io.on_flink is not None:
         from cdc.engine import print_sql
 
         return io.flink_sql(getattr(print_sql, builder), spec)
@@ -303,6 +346,7 @@ def from_changelog(
     rejects: str | os.PathLike[str] | None = None,
     progress: Progress | None = None,
     print_sql: bool = False,
+    on_flink: str | None = None,
     flink_version: str = "2.3",
     sql_source: str = "filesystem",
     sql_sink: str = "none",
@@ -353,6 +397,7 @@ def to_changelog(
     rejects: str | os.PathLike[str] | None = None,
     progress: Progress | None = None,
     print_sql: bool = False,
+    on_flink: str | None = None,
     flink_version: str = "2.3",
     sql_source: str = "filesystem",
     sql_sink: str = "none",
@@ -395,6 +440,7 @@ def decode(
     rejects: str | os.PathLike[str] | None = None,
     progress: Progress | None = None,
     print_sql: bool = False,
+    on_flink: str | None = None,
     flink_version: str = "2.3",
     sql_source: str = "filesystem",
     sql_sink: str = "none",
@@ -452,6 +498,7 @@ def debezium_decode(
     rejects: str | os.PathLike[str] | None = None,
     progress: Progress | None = None,
     print_sql: bool = False,
+    on_flink: str | None = None,
     flink_version: str = "2.3",
     sql_source: str = "filesystem",
     sql_sink: str = "none",
@@ -484,6 +531,7 @@ def debezium_encode(
     rejects: str | os.PathLike[str] | None = None,
     progress: Progress | None = None,
     print_sql: bool = False,
+    on_flink: str | None = None,
     flink_version: str = "2.3",
     sql_source: str = "filesystem",
     sql_sink: str = "none",
@@ -539,6 +587,7 @@ def materialize(
     rejects: str | os.PathLike[str] | None = None,
     progress: Progress | None = None,
     print_sql: bool = False,
+    on_flink: str | None = None,
     flink_version: str = "2.3",
     sql_source: str = "filesystem",
     sql_sink: str = "none",
@@ -571,7 +620,9 @@ def materialize(
         ignore_columns=_names(ignore_columns),
     )
     io = _IO.of(locals())
-    if not print_sql:
+    if on_flink is not None and expect is not None:
+        raise UsageError("--expect compares cdc's own table; it does not go with --on-flink")
+    if not print_sql and on_flink is None:
         from cdc.engine.run import memory_limit as limit_of
 
         if temp_dir is not None and not os.path.isdir(temp_dir):
@@ -582,7 +633,7 @@ def materialize(
             "temp_dir": folder,
             "stdin_read_ahead": memory_limit is not None,
         }
-    if print_sql or expect is None:
+    if print_sql or on_flink is not None or expect is None:
         return _sql_or_run(io, spec, "print_materialize_sql")
     return _expected(io, spec, expect)
 
@@ -634,6 +685,7 @@ def replay(
     rejects: str | os.PathLike[str] | None = None,
     progress: Progress | None = None,
     print_sql: bool = False,
+    on_flink: str | None = None,
     flink_version: str = "2.3",
     sql_source: str = "filesystem",
     sql_sink: str = "none",
@@ -726,8 +778,7 @@ def replay_steps(
     from cdc.engine.session import session
 
     spec = _replay_spec(locals())
-    reads = CHANGELOG if spec.input_mode == "changelog" else PLAIN
-    job, _ = _IO.of(locals()).job(CopySpec(reads, spec.kind_column))
+    job, _ = _IO.of(locals()).job(spec)  # read as replay reads: its key, its tables, its CSV dialect
     job = resolve(job)
     state = KeyedReplay(spec)
     change_of = change_reader(spec.input_mode, spec.kind_column, spec.delete_when)
@@ -768,6 +819,7 @@ def aggregate(
     rejects: str | os.PathLike[str] | None = None,
     progress: Progress | None = None,
     print_sql: bool = False,
+    on_flink: str | None = None,
     flink_version: str = "2.3",
     sql_source: str = "filesystem",
     sql_sink: str = "none",
@@ -821,6 +873,7 @@ def inspect(
     rejects: str | os.PathLike[str] | None = None,
     progress: Progress | None = None,
     print_sql: bool = False,
+    on_flink: str | None = None,
     flink_version: str = "2.3",
     sql_source: str = "filesystem",
     sql_sink: str = "none",
@@ -840,7 +893,7 @@ def inspect(
         ignore_columns=_names(ignore_columns),
     )
     io = _IO.of(locals())
-    if print_sql:
+    if print_sql or on_flink is not None:
         return _sql_or_run(io, spec, "print_inspect_sql")
     result = io.run(spec)
     result.rows = None

@@ -83,6 +83,7 @@ class Result:
       ``cdc.ExpectationFailed`` then (``raise_for_diff()`` is the same);
     - ``report``: inspect: the report as ``cdc inspect --json`` prints it (a dict);
     - ``sql``: with ``print_sql=True``: the Flink SQL script; nothing else ran;
+    - ``flink_job``: with ``on_flink=URL``: the id of the Flink job whose rows were written;
     - ``detail``: the command's own account (a table state, replay counts, an inspect profile).
     """
 
@@ -97,6 +98,7 @@ class Result:
     differences: Any = None  # a core.compare.TableDiff
     report: dict[str, Any] | None = None
     sql: str | None = None
+    flink_job: str | None = None  # with on_flink: the Flink job that made the rows
 
     @property
     def findings(self) -> Any:

@@ -487,7 +487,9 @@ class DebeziumDecoder:
             and self._deleted is not None
             and _flat_transaction(payload) == _flat_transaction(self._deleted[0] or {})
         )
-        if deleted or op == "u" or key_change or (op is None and live.stored(image) is not None):
+        # In a c or r row (an insert, a snapshot read) the placeholder's text is the column's value.
+        may_hold = deleted or op == "u" or key_change or (op is None and live.stored(image) is not None)
+        if may_hold:
             image = self.placeholder.marked(image)
         if schema is not None and not self.options.raw_values:
             image = _apply(self._converters_for(schema), image, self.placeholder.text)
@@ -503,7 +505,7 @@ class DebeziumDecoder:
             return []
         if op != "r":
             self.streaming = True
-        if self.placeholder.text in image.values():
+        if may_hold and self.placeholder.text in image.values():
             fallback = self._deleted[1] if self._deleted is not None and key_change else None
             if stored is None and fallback is None:
                 held = [c for c, v in image.items() if v == self.placeholder.text]

@@ -109,7 +109,7 @@ def test_every_function_takes_a_source_then_keywords_only(function: Callable[...
 
 def test_replay_steps_takes_what_replay_reads() -> None:
     # --live draws cdc.replay_steps: every replay keyword that is not about the output reaches it.
-    not_read = {"output", "output_format", "columns", "progress", "print_sql"} | {
+    not_read = {"output", "output_format", "columns", "progress", "print_sql", "on_flink"} | {
         "flink_version",
         "sql_source",
         "sql_sink",

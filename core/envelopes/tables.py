@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from cdc.core.errors import Location, UsageError
+from cdc.core.errors import InputError, Location, UsageError
 from cdc.core.model import Row
 
 
@@ -32,6 +32,8 @@ def table_parts(envelope: str, event: Any) -> tuple[str | None, str | None, str 
         payload = event.get("payload") if "payload" in event and "op" not in event else event
         source = payload.get("source") if type(payload) is dict else None
         if type(source) is not dict:
+            if type(payload) is dict and ("__table" in payload or "__source_table" in payload):
+                return _flattened_parts(payload)
             return None, None, None
         return _text(source.get("db")), _text(source.get("schema")), _text(source.get("table"))
     if envelope == "ogg":
@@ -41,6 +43,16 @@ def table_parts(envelope: str, event: Any) -> tuple[str | None, str | None, str 
         schema, _, table = name.rpartition(".")
         return None, schema or None, table
     return _text(event.get("database")), None, _text(event.get("table"))
+
+
+def _flattened_parts(row: dict[str, Any]) -> tuple[str | None, str | None, str | None]:
+    """A flattened row's table, where ExtractNewRecordState added it (``add.fields=table,db`` or
+    ``source.table``…: ``__table``, ``__db``, ``__schema``, ``__source_*``)."""
+
+    def field(name: str) -> str | None:
+        return _text(row.get(f"__{name}")) or _text(row.get(f"__source_{name}"))
+
+    return field("db"), field("schema"), field("table")
 
 
 def table_name(parts: tuple[str | None, str | None, str | None]) -> str | None:
@@ -88,8 +100,6 @@ class TableGate:
         if type(event) is not dict:
             return True  # a tombstone, or a bad record the decoder names
         parts = table_parts(self.envelope, event)
-        if parts[2] is None:  # a heartbeat, a transaction marker: no table's; the decoder says what it is
-            return True
         if self.filtered and self.filter_here and not self._included(parts, event):
             notes["filtered messages"] += 1
             return False
@@ -115,7 +125,11 @@ class TableGate:
                 return False
         if self.table_re is not None:
             if table is None:
-                return False
+                if not _carries_rows(event):
+                    return True  # a heartbeat, a transaction or schema-change record: the decoder counts it
+                if quiet:
+                    return False
+                raise InputError("the event names no table (Debezium's source.table): --table-include cannot place it")
             names = [table]
             if schema:
                 names.append(f"{schema}.{table}")
@@ -136,3 +150,9 @@ class TableGate:
             f"table name, e.g. --table-include '{next(reversed(self.tables))}'), or --database-include",
             where=where,
         )
+
+
+def _carries_rows(event: Row) -> bool:
+    """Whether a record holds row images (a change), not a heartbeat or a transaction marker."""
+    body = event.get("payload") if isinstance(event.get("payload"), dict) else event
+    return isinstance(body, dict) and any(k in body for k in ("before", "after", "data"))
