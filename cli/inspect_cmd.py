@@ -42,7 +42,8 @@ def command(
     cdc debezium-decode samples/mysql-inventory.jsonl \\
       | cdc inspect --key id --json
     cdc inspect samples/product-prices.jsonl --print-sql
-    cdc inspect samples/product-prices.jsonl --key product_id --strict
+    cdc debezium-decode samples/mysql-inventory.jsonl \\
+      | cdc inspect --key id --strict
     ```
     """
     result = call(

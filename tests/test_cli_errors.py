@@ -213,5 +213,5 @@ def test_a_misfit_in_piped_json_lines_to_parquet_fails_instead_of_writing_nothin
     out = tmp_path / "out.parquet"
     result = run_cdc(["from-changelog", "-i", "jsonl", "-o", out], stdin=data)
     assert result.returncode == 3, result.stderr
-    assert b"cannot hold text 'str'" in result.stderr
+    assert b'cannot hold text "str"' in result.stderr
     assert not out.exists()
