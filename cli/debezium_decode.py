@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from cdc.cli import options as o
 from cdc.cli.decode import (
+    DatabaseInclude,
     Key,
     Metadata,
     OnTruncate,
@@ -13,6 +14,7 @@ from cdc.cli.decode import (
     SchemaInclude,
     SchemaIncludeOpt,
     Strict,
+    TableInclude,
     report_decode_findings,
 )
 from cdc.cli.running import call
@@ -28,6 +30,8 @@ def command(
     metadata: Metadata = None,
     raw_values: RawValues = False,
     kind_column: o.KindColumn = "op",
+    database_include: DatabaseInclude = None,
+    table_include: TableInclude = None,
     strict: Strict = False,
     unavailable_placeholder: Placeholder = None,
 ) -> None:
@@ -60,6 +64,8 @@ def command(
         metadata=metadata,
         raw_values=raw_values,
         kind_column=kind_column,
+        database_include=database_include,
+        table_include=table_include,
         strict=strict,
         unavailable_placeholder=unavailable_placeholder,
     )

@@ -14,7 +14,7 @@ from cdc.engine.job import Result
 DBZ_PANEL = "Debezium"
 
 
-@o.cdc_command(o.INPUT, o.OUTPUT, o.ERRORS, o.REPORT, o.SQL)
+@o.cdc_command(o.INPUT, o.OUTPUT, o.ERRORS, o.REPORT, o.SQL, o.CSV_IN)
 def command(
     common: o.Common,
     split_updates: Annotated[

@@ -89,7 +89,7 @@ DatabaseInclude = Annotated[
         "--database-include",
         rich_help_panel=PANEL,
         show_default=False,
-        help="Canal, Maxwell, OGG: only databases (schemas) matching this regular expression.",
+        help="Only databases (schemas) matching this regular expression, whole (Debezium: source.db or source.schema).",
     ),
 ]
 TableInclude = Annotated[
@@ -98,7 +98,8 @@ TableInclude = Annotated[
         "--table-include",
         rich_help_panel=PANEL,
         show_default=False,
-        help="Canal, Maxwell, OGG: only tables matching this regular expression.",
+        help="Only tables matching this regular expression, whole (Debezium: source.table, or "
+        "db.table / schema.table / db.schema.table). With --key, a stream of several tables needs it.",
     ),
 ]
 Strict = Annotated[

@@ -73,7 +73,7 @@ DropCommitColumns = Annotated[
 ]
 
 
-@o.cdc_command(o.INPUT, o.OUTPUT, o.ERRORS, o.REPORT, o.SQL)
+@o.cdc_command(o.INPUT, o.OUTPUT, o.ERRORS, o.REPORT, o.SQL, o.CSV_IN)
 def command(
     common: o.Common,
     op: OpColumn = None,

@@ -14,7 +14,7 @@ from cdc.engine import api
 from cdc.formats.jsonl import encode_default
 
 
-@o.cdc_command(o.INPUT, o.ERRORS, o.REPORT, o.SQL)
+@o.cdc_command(o.INPUT, o.ERRORS, o.REPORT, o.SQL, o.CSV_IN, o.TABLES)
 def command(
     common: o.Common,
     key: o.KeyOpt = None,
@@ -24,6 +24,7 @@ def command(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object on stdout, for CI.")] = False,
     commit_columns: o.CommitColumnsOpt = None,
+    ignore_columns: o.IgnoreColumnsOpt = None,
     kind_column: o.KindColumn = "op",
     strict: Annotated[
         bool,
@@ -54,8 +55,12 @@ def command(
         time_column=time_column,
         commit_columns=commit_columns,
         kind_column=kind_column,
+        ignore_columns=ignore_columns,
     )
-    if result.report is None:  # --print-sql
+    if result.report is None:  # --print-sql; --on-flink: the changes per kind, as rows
+        for row in result.rows or []:
+            sys.stdout.buffer.write(orjson.dumps(row, default=encode_default, option=orjson.OPT_APPEND_NEWLINE))
+        sys.stdout.flush()
         return
     report = result.report
     if as_json:
@@ -81,7 +86,14 @@ def command(
 
 def plain(report: dict[str, Any]) -> str:
     counts = ", ".join(f"{k} {n}" for k, n in report["counts"].items())
-    lines = [
+    lines = []
+    tables = report.get("tables", [])
+    for i, t in enumerate(tables):
+        head = "tables:    " if i == 0 else "           "
+        lines.append(f"{head}{t['name']}  ({t['events']} events, first {t['first']})")
+    if len(tables) > 1:
+        lines.append("           several tables: the rest mixes them; pick one with --table-include")
+    lines += [
         f"kinds:     {report['kinds']}  ({report['mode']})",
         f"changes:   {report['changes']}  ({counts})",
         f"live rows: {report['live_rows']}",
@@ -101,10 +113,16 @@ def plain(report: dict[str, Any]) -> str:
     if "time" in report:
         t = report["time"]
         lines.append(
-            f"time:      {t['column']} from {t['min']} to {t['max']}"
+            f"time:      {t['column']} from {_iso(t['min'])} to {_iso(t['max'])}"
             + (f" ({t['missing']} without a time)" if t["missing"] else "")
         )
     return "\n".join(lines) + "\n"
+
+
+def _iso(value: Any) -> Any:
+    """A time as JSON writes it (ISO 8601, ``T``): a typed stream's times are dates and times."""
+    iso = getattr(value, "isoformat", None)
+    return iso() if iso is not None else value
 
 
 def _panel(report: dict[str, Any]) -> None:

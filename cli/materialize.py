@@ -85,7 +85,7 @@ TempDir = Annotated[
 ]
 
 
-@o.cdc_command(o.INPUT, o.OUTPUT, o.ERRORS, o.REPORT, o.SQL)
+@o.cdc_command(o.INPUT, o.OUTPUT, o.ERRORS, o.REPORT, o.SQL, o.CSV_IN, o.TABLES)
 def command(
     common: o.Common,
     key: o.KeyOpt = None,
@@ -97,6 +97,7 @@ def command(
     sort: Sort = False,
     expect: Expect = None,
     commit_columns: o.CommitColumnsOpt = None,
+    ignore_columns: o.IgnoreColumnsOpt = None,
     kind_column: o.KindColumn = "op",
     memory_limit: MemoryLimit = None,
     temp_dir: TempDir = None,
@@ -136,6 +137,7 @@ def command(
         expect=expect,
         commit_columns=commit_columns,
         kind_column=kind_column,
+        ignore_columns=ignore_columns,
         memory_limit=memory_limit,
         temp_dir=temp_dir,
         **shown,

@@ -63,6 +63,7 @@ class Common:
     progress: bool | None = None
     verbose: bool = False
     print_sql: bool = False
+    on_flink: str | None = None  # a SQL Gateway's URL: the --print-sql script runs there (engine.on_flink)
     flink_version: str = "2.3"
     sql_source: str = "filesystem"
     sql_sink: str = "none"
@@ -71,6 +72,12 @@ class Common:
     bootstrap_servers: str | None = None
     sink_path: str | None = None
     given: frozenset[str] = frozenset()  # the shared options the command has (cli.running.call passes them on)
+    database_include: str | None = None
+    table_include: str | None = None
+    delimiter: str | None = None
+    quote_char: str | None = None
+    no_header: bool = False
+    header_names: str | None = None
 
 
 @dataclass(frozen=True)
@@ -231,6 +238,23 @@ SQL = Group(
             False,
         ),
         (
+            "on_flink",
+            Annotated[
+                str | None,
+                typer.Option(
+                    "--on-flink",
+                    metavar="URL",
+                    help="Run that script on a Flink cluster through its SQL Gateway (http://HOST:8083) and write "
+                    "its rows as the local run would (-o, -f). The cluster reads the input itself: a file:/// path "
+                    "it shares, or any path when the gateway is on this machine. URL query parameters are session "
+                    "settings (…?parallelism.default=4).",
+                    rich_help_panel=SQL_PANEL,
+                    show_default=False,
+                ),
+            ],
+            None,
+        ),
+        (
             "flink_version",
             Annotated[
                 str,
@@ -309,6 +333,107 @@ SQL = Group(
         ),
     )
 )
+
+CSV_PANEL = "CSV input"
+CSV_IN = Group(
+    (
+        (
+            "delimiter",
+            Annotated[
+                str | None,
+                typer.Option(
+                    "--delimiter",
+                    help="CSV/TSV input: the field delimiter, one character (';', '|'; 'tab' for a tab).",
+                    rich_help_panel=CSV_PANEL,
+                    show_default=False,
+                ),
+            ],
+            None,
+        ),
+        (
+            "quote_char",
+            Annotated[
+                str | None,
+                typer.Option(
+                    "--quote-char",
+                    help="CSV/TSV input: the quote character (default '\"').",
+                    rich_help_panel=CSV_PANEL,
+                    show_default=False,
+                ),
+            ],
+            None,
+        ),
+        (
+            "no_header",
+            Annotated[
+                bool,
+                typer.Option(
+                    "--no-header",
+                    help="CSV/TSV input has no header line: its first line is a row (name the columns "
+                    "with --header-names).",
+                    rich_help_panel=CSV_PANEL,
+                ),
+            ],
+            False,
+        ),
+        (
+            "header_names",
+            Annotated[
+                str | None,
+                typer.Option(
+                    "--header-names",
+                    help="CSV/TSV input: the columns' names (comma list), for a file without a header "
+                    "(--no-header) or instead of its header's.",
+                    rich_help_panel=CSV_PANEL,
+                    show_default=False,
+                ),
+            ],
+            None,
+        ),
+    )
+)
+TABLES_PANEL = "Change events (-i debezium|canal|maxwell|ogg)"
+TABLES = Group(
+    (
+        (
+            "database_include",
+            Annotated[
+                str | None,
+                typer.Option(
+                    "--database-include",
+                    help="Only the databases (or schemas) matching this regular expression, whole.",
+                    rich_help_panel=TABLES_PANEL,
+                    show_default=False,
+                ),
+            ],
+            None,
+        ),
+        (
+            "table_include",
+            Annotated[
+                str | None,
+                typer.Option(
+                    "--table-include",
+                    help="Only the table matching this regular expression, whole: the table, or "
+                    "db.table / schema.table / db.schema.table. A stream of several tables needs it.",
+                    rich_help_panel=TABLES_PANEL,
+                    show_default=False,
+                ),
+            ],
+            None,
+        ),
+    )
+)
+IgnoreColumnsOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--ignore-columns",
+        show_default=False,
+        help="Columns that are not part of a row's identity (comma list): metadata such as a "
+        "--metadata column, left out when a -U/-D is matched to the row it retracts (kept in the output). "
+        "A stream with a schema line names its own.",
+    ),
+]
 
 KindColumn = Annotated[
     str,

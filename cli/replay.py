@@ -20,7 +20,7 @@ from cdc.engine.job import Result
 REPLAY_PANEL = "Replay"
 
 
-@o.cdc_command(o.INPUT, o.OUTPUT, o.ERRORS, o.REPORT, o.SQL)
+@o.cdc_command(o.INPUT, o.OUTPUT, o.ERRORS, o.REPORT, o.SQL, o.CSV_IN, o.TABLES)
 def command(
     common: o.Common,
     key: o.KeyOpt = None,
@@ -107,6 +107,7 @@ def command(
             help="With --live: seconds per change. \\[default: 0.1]",
         ),
     ] = None,
+    ignore_columns: o.IgnoreColumnsOpt = None,
     kind_column: o.KindColumn = "op",
 ) -> None:
     """Run a changelog through keyed state and re-emit it as retract or upsert (Flink ChangelogNormalize).
@@ -137,6 +138,7 @@ def command(
         "until": until,
         "net": net,
         "kind_column": kind_column,
+        "ignore_columns": ignore_columns,
     }
     if not live:
         if delay is not None:
@@ -150,9 +152,9 @@ def command(
             "--live shows a table changing on a terminal, and stdout is not one",
             hint="drop --live to write the replayed changelog, or run it in a terminal",
         )
-    steps = api.replay_steps(
-        common.inputs, input_format=common.input_format, on_error=common.on_error, rejects=common.rejects, **options
-    )
+    reading = ("input_format", "on_error", "rejects", "delimiter", "quote_char", "no_header", "header_names")
+    tables = ("table_include", "database_include")
+    steps = api.replay_steps(common.inputs, **{n: getattr(common, n) for n in (*reading, *tables)}, **options)
     _live(steps, 0.1 if delay is None else delay)
 
 

@@ -11,8 +11,8 @@ from cdc.core.state import Findings, Policy, TableState
 from cdc.core.versioned import VersionedState
 
 
-def report_findings(command: str, findings: Findings) -> None:
-    if not findings.total or findings.policy == Policy.ignore:
+def report_findings(command: str, findings: Findings | None) -> None:
+    if findings is None or not findings.total or findings.policy == Policy.ignore:  # None: --on-flink
         return
     kinds = ", ".join(f"{what} {n}" for what, n in findings.counts.most_common())
     say(f"cdc: {command}: warning: {findings.total} inconsistent change(s): {kinds}")

@@ -62,6 +62,12 @@ def call(
         sys.stdout.write(result.sql)
         sys.stdout.flush()
         return result
+    if result.flink_job is not None:  # --on-flink: the cluster made the rows
+        if common.sql_sink != "none":
+            say(f"cdc: {command}: flink job {result.flink_job} wrote to the {common.sql_sink} sink")
+        elif common.stats:
+            say(f"cdc: {command}: flink job {result.flink_job}: {result.counts.written} row(s) written")
+        return result
     report(common, command, result, summary)
     return result
 

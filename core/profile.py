@@ -30,6 +30,7 @@ class Profile:
     key: tuple[str, ...] = ()
     time_column: str | None = None
     metadata: frozenset[str] = frozenset()  # commit columns: not part of a row's identity
+    ignored: frozenset[str] = frozenset()  # --ignore-columns: neither
     state: TableState = field(init=False)
     distinct_keys: set[Key] = field(default_factory=set)
     changes: int = 0
@@ -38,7 +39,7 @@ class Profile:
     time_missing: int = 0
 
     def __post_init__(self) -> None:
-        self.state = new_state(self.key, Findings(Policy.warn), metadata=self.metadata)
+        self.state = new_state(self.key, Findings(Policy.warn), metadata=self.metadata, ignored=self.ignored)
         self._key_of = key_getter(self.key) if self.key else None
 
     def add(self, kind: str, image: Row, where: Where) -> None:

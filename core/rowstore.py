@@ -55,16 +55,28 @@ def key_getter(columns: Sequence[str]) -> Any:
 def row_identity(row: Mapping[str, Any], metadata: frozenset[str] = frozenset()) -> Key:
     """A whole row as a hashable value (column order does not matter), its metadata columns
     left out: the multiset key under which a ``-U``/``-D`` finds the row it retracts (a change
-    feed's retraction carries the commit that removed the row, not the one that wrote it)."""
-    return tuple(sorted((k, hashable(v)) for k, v in row.items() if k not in metadata))
+    feed's retraction carries the commit that removed the row, not the one that wrote it).
+
+    A null column is left out too: an absent column and a null are the same value (a row
+    written before ``ALTER TABLE … ADD COLUMN c`` lacks ``c``; its delete after it has
+    ``c: null``), as Flink's formats read a missing field as null."""
+    return tuple(sorted((k, hashable(v)) for k, v in row.items() if v is not None and k not in metadata))
 
 
 def same_row(a: Mapping[str, Any], b: Mapping[str, Any], metadata: frozenset[str] = frozenset()) -> bool:
-    """``a`` and ``b`` hold the same values, metadata columns aside (keyed state's check that a
-    ``-U`` retracts the row it stores)."""
-    if not metadata:
-        return a == b
-    return {k: v for k, v in a.items() if k not in metadata} == {k: v for k, v in b.items() if k not in metadata}
+    """``a`` and ``b`` hold the same values, metadata columns aside and an absent column
+    equal to a null (keyed state's check that a ``-U`` retracts the row it stores)."""
+    if a == b:
+        return True
+    if not metadata and len(a) == len(b) and a.keys() == b.keys():
+        return False  # the same columns: ``==`` said it
+    return differing_columns(a, b, metadata) == []
+
+
+def differing_columns(a: Mapping[str, Any], b: Mapping[str, Any], metadata: frozenset[str] = frozenset()) -> list[str]:
+    """The columns whose values differ between ``a`` and ``b`` (a missing column reads as null),
+    metadata columns aside, in first-seen order."""
+    return [c for c in dict.fromkeys([*a, *b]) if c not in metadata and hashable(a.get(c)) != hashable(b.get(c))]
 
 
 def strip(row: Row, columns: Iterable[str]) -> Row:

@@ -24,6 +24,18 @@ EVENTS = "events"
 
 
 @dataclass(frozen=True)
+class Tables:
+    """``--table-include`` / ``--database-include`` of a command that reads change events on the
+    way in (``-i debezium|canal|maxwell|ogg``): which tables of the stream it reads."""
+
+    database_include: str | None = None
+    table_include: str | None = None
+
+    def __bool__(self) -> bool:
+        return self.database_include is not None or self.table_include is not None
+
+
+@dataclass(frozen=True)
 class CopySpec:
     """Rows → the same rows (a change of format, or rows read for a caller); with
     ``reads=CHANGELOG``, envelope inputs are decoded to changelog rows on the way."""
@@ -31,6 +43,7 @@ class CopySpec:
     stateless: ClassVar[bool] = True
     reads: str = PLAIN
     kind_column: str = "op"
+    tables: Tables = Tables()  # -i debezium|canal|maxwell|ogg: the tables read
 
 
 @dataclass(frozen=True)
@@ -68,6 +81,7 @@ class ToChangelogSpec:
     op_column: str = "op"
     kind_column: str = "op"
     drop: frozenset[RowKind] = field(default_factory=frozenset)
+    tables: Tables = Tables()  # -i debezium|canal|maxwell|ogg: the tables read
 
 
 @dataclass(frozen=True)
@@ -84,9 +98,13 @@ class DecodeSpec:
     metadata: tuple[str, ...] = ()  # NAME[=COLUMN] requests, checked against the envelope's keys
     on_truncate: str = "fail"  # fail | skip | delete
     key: tuple[str, ...] = ()
-    database_include: str | None = None  # Canal/Maxwell/OGG: Flink's database.include
-    table_include: str | None = None  # ... and table.include
+    database_include: str | None = None  # Flink's database.include (Debezium: source.db/.schema)
+    table_include: str | None = None  # ... and table.include (Debezium: source.table, db.schema.table)
     bootstrap: str = "insert"  # Maxwell's bootstrap-insert rows: insert | skip
+    one_table: bool = False  # decoded for a command that keeps state: a second table is refused
+    # Kafka dumps: kcat -J records are told by their fields (auto); console-consumer lines
+    # (KEY<TAB>VALUE) by the first line, or named: auto | kcat | kafka-console
+    container: str = "auto"
     # Debezium: what the stream says against itself (a stale before image, a placeholder that
     # cannot be rebuilt, a snapshot re-read of a live row): warn (counted), fail, or ignore.
     policy: Policy = Policy.warn
@@ -96,7 +114,7 @@ class DecodeSpec:
     @property
     def stateless(self) -> bool:
         """Without a key, truncate-deletes or live rows every event decodes on its own (parallel-safe)."""
-        return not self.key and self.on_truncate != "delete" and not self.live_rows
+        return not self.key and self.on_truncate != "delete" and not self.live_rows and not self.one_table
 
 
 @dataclass(frozen=True)
@@ -129,6 +147,10 @@ class MaterializeSpec:
     # A change feed's commit columns: metadata, left out of row identity and of the table.
     # None: the known ones (core.presets.COMMIT_COLUMNS) found in the input's columns.
     commit_columns: tuple[str, ...] | None = None
+    tables: Tables = Tables()  # -i debezium|canal|maxwell|ogg: the table read
+    # Columns that are not row identity (metadata: --metadata columns, a schema line's), kept in
+    # the table: left out when a -U/-D is matched, a duplicate found.
+    ignore_columns: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.dedup and self.as_of is not None:
@@ -149,6 +171,8 @@ class InspectSpec:
     key: tuple[str, ...] = ()
     time_column: str | None = None
     commit_columns: tuple[str, ...] | None = None  # as MaterializeSpec's
+    tables: Tables = Tables()  # -i debezium|canal|maxwell|ogg: the table read
+    ignore_columns: tuple[str, ...] = ()  # as MaterializeSpec's
 
 
 @dataclass(frozen=True)
@@ -168,6 +192,8 @@ class ReplaySpec:
     input_mode: str = "changelog"  # changelog | upsert | append
     delete_when: tuple[str, str] | None = None  # upsert mode: (column, value) marks a delete
     kind_column: str = "op"
+    tables: Tables = Tables()  # -i debezium|canal|maxwell|ogg: the table read
+    ignore_columns: tuple[str, ...] = ()  # not compared: an update changing only these is a no-op
 
     def __post_init__(self) -> None:
         if not self.key:
@@ -198,6 +224,7 @@ class AggregateSpec:
     delete_when: tuple[str, str] | None = None
     kind_column: str = "op"
     policy: Policy = Policy.warn
+    tables: Tables = Tables()  # -i debezium|canal|maxwell|ogg: the table read
 
     def __post_init__(self) -> None:
         if self.input_mode == "upsert" and not self.key:

@@ -14,7 +14,7 @@ from enum import StrEnum
 
 from cdc.core.errors import InconsistencyError, Location
 from cdc.core.model import Key, Row
-from cdc.core.rowstore import KeyedRows, MultisetRows, hashable, row_identity, same_row
+from cdc.core.rowstore import KeyedRows, MultisetRows, differing_columns, row_identity, same_row
 from cdc.core.values import json_text
 
 Where = Callable[[], Location | None]
@@ -71,9 +71,16 @@ class TableState:
     ``metadata`` columns (a change feed's commit columns) are not part of a row's identity: a
     retraction matches the row it retracts whatever they hold."""
 
-    def __init__(self, findings: Findings | None = None, metadata: frozenset[str] = frozenset()):
+    def __init__(
+        self,
+        findings: Findings | None = None,
+        metadata: frozenset[str] = frozenset(),
+        ignored: frozenset[str] = frozenset(),
+    ):
         self.findings = findings if findings is not None else Findings()
-        self.metadata = metadata
+        self.metadata = metadata  # left out of identity and of the table
+        self.ignored = ignored  # left out of identity only (--ignore-columns, a schema line's metadata)
+        self.unmatched = metadata | ignored
         self.by_kind: Counter[str] = Counter()
         self.retract_messages = 0  # messages this log needs when encoded with -U (retract)
         self.upsert_messages = 0  # ... and without -U, deletes by key (upsert)
@@ -103,8 +110,9 @@ class KeyedState(TableState):
         findings: Findings | None = None,
         dedup: bool = False,
         metadata: frozenset[str] = frozenset(),
+        ignored: frozenset[str] = frozenset(),
     ):
-        super().__init__(findings, metadata)
+        super().__init__(findings, metadata, ignored)
         self.table = KeyedRows(key)
         self.key = tuple(key)
         self.key_of = self.table.key_of
@@ -168,11 +176,11 @@ class KeyedState(TableState):
                     where,
                 )
                 return
-            if stored != image and not (self.metadata and same_row(stored, image, self.metadata)):
+            if stored != image and not same_row(stored, image, self.unmatched):
                 self.findings.add(
                     "update-before differs from the stored row",
                     f"-U image differs from the stored row for {describe_key(self.key, image)}: "
-                    f"{_changed_columns(stored, image)}",
+                    f"{_changed_columns(stored, image, self.unmatched)}",
                     where,
                 )
             retracted.add(key)
@@ -203,7 +211,7 @@ class KeyedState(TableState):
                 return True
             return False
         if stored is not None:
-            if stored == image or (self.metadata and same_row(stored, image, self.metadata)):
+            if stored == image or same_row(stored, image, self.unmatched):
                 self.duplicates += 1
                 return True
             if kind == "+I":  # a redelivered insert of an older version: an upsert, not an error
@@ -214,16 +222,25 @@ class KeyedState(TableState):
         return False
 
 
-def _changed_columns(stored: Row, image: Row) -> str:
-    names = [c for c in dict.fromkeys([*stored, *image]) if hashable(stored.get(c)) != hashable(image.get(c))]
-    return ", ".join(f"{c}: stored {json_text(stored.get(c))}, got {json_text(image.get(c))}" for c in names[:3])
+def _changed_columns(stored: Row, image: Row, metadata: frozenset[str] = frozenset()) -> str:
+    """The differing columns, each with both values as JSON spells them (a missing column reads
+    as null)."""
+    names = differing_columns(stored, image, metadata)
+    more = f" (and {len(names) - 3} more)" if len(names) > 3 else ""
+    return ", ".join(f"{c}: stored {json_text(stored.get(c))}, got {json_text(image.get(c))}" for c in names[:3]) + more
 
 
 class MultisetState(TableState):
     """Rows without a key: a retraction removes one equal row; there are no negative counts."""
 
-    def __init__(self, findings: Findings | None = None, dedup: bool = False, metadata: frozenset[str] = frozenset()):
-        super().__init__(findings, metadata)
+    def __init__(
+        self,
+        findings: Findings | None = None,
+        dedup: bool = False,
+        metadata: frozenset[str] = frozenset(),
+        ignored: frozenset[str] = frozenset(),
+    ):
+        super().__init__(findings, metadata, ignored)
         self.table = MultisetRows()
         self.dedup = dedup
         self.duplicates = 0
@@ -237,7 +254,7 @@ class MultisetState(TableState):
 
     def apply(self, kind: str, image: Row, where: Where = _nowhere) -> None:
         self.by_kind[kind] += 1
-        ident = row_identity(image, self.metadata)
+        ident = row_identity(image, self.unmatched)
         if self.dedup:
             if self._previous == (kind, ident):
                 self.duplicates += 1
@@ -261,6 +278,12 @@ class MultisetState(TableState):
 
 
 def new_state(
-    key: Sequence[str], findings: Findings, dedup: bool = False, metadata: frozenset[str] = frozenset()
+    key: Sequence[str],
+    findings: Findings,
+    dedup: bool = False,
+    metadata: frozenset[str] = frozenset(),
+    ignored: frozenset[str] = frozenset(),
 ) -> TableState:
-    return KeyedState(key, findings, dedup, metadata) if key else MultisetState(findings, dedup, metadata)
+    if key:
+        return KeyedState(key, findings, dedup, metadata, ignored)
+    return MultisetState(findings, dedup, metadata, ignored)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 
 from cdc.core.kinds import ALL_KINDS
 
@@ -15,6 +16,7 @@ class Counts:
     dropped: int = 0  # filtered out on purpose (--drop, unmapped kinds)
     skipped: int = 0  # bad records under --on-error skip
     notes: Counter[str] = field(default_factory=Counter)  # e.g. tombstones, no-op updates
+    tables: dict[str, Any] = field(default_factory=dict)  # change events: table → TableSeen
 
     def kinds_text(self) -> str:
         return ", ".join(f"{k} {self.by_kind[k]}" for k in ALL_KINDS if self.by_kind.get(k))

@@ -30,8 +30,9 @@ class VersionedState(TableState):
         as_of: Any,
         findings: Findings | None = None,
         metadata: frozenset[str] = frozenset(),
+        ignored: frozenset[str] = frozenset(),
     ):
-        super().__init__(findings, metadata)
+        super().__init__(findings, metadata, ignored)
         self.key = tuple(key)
         self.key_of = key_getter(key) if key else None
         self.time_column = time_column
@@ -86,12 +87,12 @@ class VersionedState(TableState):
         if not counts:
             self.after += 1
         elif kind in ("+I", "+U"):
-            self._multiset.add(image, row_identity(image, self.metadata))
+            self._multiset.add(image, row_identity(image, self.unmatched))
         else:
             self._remove(kind, image, where)
 
     def _remove(self, kind: str, image: Row, where: Where) -> None:
-        if not self._multiset.remove(image, row_identity(image, self.metadata)):
+        if not self._multiset.remove(image, row_identity(image, self.unmatched)):
             self.findings.add("negative multiset count", f"{kind} of a row that is not in the table", where)
 
     def rows(self) -> Iterator[Row]:

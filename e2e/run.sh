@@ -52,5 +52,10 @@ if [ -z "${CDC:-}" ]; then
   export CDC="$REPO/.venv/bin/cdc"
 fi
 
-# 4. The harness (Python standard library only; the databases are driven through psql / mariadb).
-exec python3 "$HERE/harness.py" "$@"
+# 4. The harnesses (Python standard library only; the databases are driven through psql / mariadb):
+#    the seeded random workload, then the fixed scenarios (scenarios.py: schema changes, several
+#    tables in one file, Kafka dumps, edge values, placeholders, snapshots, flattened rows).
+status=0
+python3 "$HERE/harness.py" "$@" || status=$?
+python3 "$HERE/scenarios.py" "$@" || status=$?
+exit $status

@@ -30,7 +30,11 @@ The keywords every function shares (as the commands' flags):
   ``advance(n)``; the command's progress bar);
 - ``print_sql=True``: make the Flink SQL script that does the same job (``result.sql``) and run
   nothing; ``flink_version``, ``sql_source``, ``sql_sink``, ``topic``, ``sink_topic``,
-  ``bootstrap_servers``, ``sink_path`` say for which Flink and where it reads and writes.
+  ``bootstrap_servers``, ``sink_path`` say for which Flink and where it reads and writes;
+- ``on_flink="http://host:8083"``: run that script on a Flink cluster through its SQL Gateway and
+  write (or collect) its rows as the local run does (``engine.on_flink``); the cluster reads the
+  input itself (a local path only when the gateway is on this machine, else ``file:///…`` on a
+  shared file system). The URL's query parameters are session settings.
 
 Names (``key``, ``group_by``, ``columns`` …) are a comma list (``"a,b"``) or a list of names;
 ``op_mapping`` is a dict (``{"c, r": "INSERT", "d": "DELETE"}``), a ``"CODES=KIND"`` text or a list
@@ -47,7 +51,6 @@ from cdc.core.convert import from_changelog_spec, to_changelog_spec
 from cdc.core.errors import UsageError
 from cdc.core.model import OnError, Row
 from cdc.core.specs import (
-    CHANGELOG,
     PLAIN,
     CopySpec,
     DecodeSpec,
@@ -140,27 +143,58 @@ class _IO:
         progress: Progress | None = None,
         print_sql: bool = False,
         sql: dict[str, Any] | None = None,
+        on_flink: str | None = None,
     ):
         self.source, self.output, self.progress = source, output, progress
         self.input_format, self.output_format, self.columns = input_format, output_format, columns
         self.on_error, self.rejects = on_error, rejects
-        self.print_sql, self.sql = print_sql, sql or {}
+        self.print_sql, self.sql, self.on_flink = print_sql, sql or {}, on_flink
         self.limits: dict[str, Any] = {}  # memory_limit and temp_dir of a job that may spill
+        self.csv: Any = None  # how CSV input is written (formats.base.CsvDialect)
+        self.tables: Any = None  # the tables of change events read on the way in (core.specs.Tables)
 
     @classmethod
     def of(cls, values: Mapping[str, Any]) -> _IO:
         """From a function's ``locals()``: the shared keywords it was called with."""
         shared = ("output", "input_format", "output_format", "columns", "on_error", "rejects", "progress")
         sql = ("flink_version", "sql_source", "sql_sink", "topic", "sink_topic", "bootstrap_servers", "sink_path")
-        return cls(
+        io = cls(
             values["source"],
             **{name: values[name] for name in shared if name in values},
             print_sql=values.get("print_sql", False),
             sql={name: values[name] for name in sql if name in values},
+            on_flink=values.get("on_flink"),
         )
+        csv = [values.get(n) for n in ("delimiter", "quote_char", "no_header", "header_names")]
+        if any(csv):
+            from cdc.formats.base import CsvDialect
+
+            delimiter = {"tab": "\t", "\\t": "\t"}.get(csv[0] or "", csv[0])
+            io.csv = CsvDialect(delimiter, csv[1] or '"', not csv[2], _names(csv[3]))
+        if "envelope" not in values and (values.get("table_include") or values.get("database_include")):
+            from cdc.core.specs import Tables
+
+            io.tables = Tables(values.get("database_include"), values.get("table_include"))
+        if values.get("print_sql") or values.get("on_flink"):
+            given = [
+                flag
+                for flag, value in (
+                    ("table_include/database_include", io.tables),
+                    ("ignore_columns", values.get("ignore_columns")),
+                    ("delimiter/quote_char/no_header/header_names", io.csv),
+                )
+                if value
+            ]
+            if given:
+                raise UsageError(f"--print-sql / --on-flink do not write {', '.join(given)} into the Flink script yet")
+        return io
 
     def job(self, spec: Any) -> tuple[Job, ListSink | None]:
         """The job, and the list the rows are collected in when there is no ``output``."""
+        if self.tables is not None and hasattr(spec, "tables"):
+            from dataclasses import replace
+
+            spec = replace(spec, tables=self.tables)
         output = self.output
         sink: RowSink | None
         if output is None:
@@ -180,6 +214,7 @@ class _IO:
             on_error=OnError(_choice("--on-error", self.on_error, list(OnError))),
             rejects=os.fspath(self.rejects) if self.rejects is not None else None,
             sink=sink,
+            csv=self.csv,
             **self.limits,
         )
         return _with_source(job, self.source), collected
@@ -198,13 +233,51 @@ class _IO:
         if not isinstance(self.source, str | os.PathLike) and not _all_paths(self.source):
             raise UsageError("print_sql needs an input file: the script reads it (or a Kafka topic) by name")
         inputs = [os.fspath(self.source)] if isinstance(self.source, str | os.PathLike) else _paths(self.source)
+        if self.on_flink is not None:
+            inputs = self.cluster_inputs(inputs)
         common = Common(
             inputs=inputs,
             input_format=self.input_format.lower() if self.input_format else None,
             on_error=OnError(_choice("--on-error", self.on_error, list(OnError))),
             **self.sql,
         )
-        return Result(sql=make(common, spec))
+        script = make(common, spec)
+        if self.on_flink is None:
+            return Result(sql=str(script))
+        return self.flink_run(script, spec, inputs)
+
+    def cluster_inputs(self, inputs: list[str]) -> list[str]:
+        """``on_flink``: one input, a path the cluster reads too (see ``engine.on_flink``)."""
+        from cdc.engine.on_flink import cluster_input
+
+        if self.print_sql:
+            raise UsageError("--print-sql prints the script, --on-flink runs it: give one of them")
+        if self.rejects is not None:
+            raise UsageError("--rejects keeps the records cdc skips; on a cluster Flink's format skips them unseen")
+        if len(inputs) > 1:
+            raise UsageError("--on-flink runs one input file: the cluster's script reads one table", hint="join them")
+        return [cluster_input(path, self.on_flink or "") for path in inputs]
+
+    def flink_run(self, script: Any, spec: Any, inputs: list[str]) -> Result:
+        """The script run on the cluster at ``on_flink``, its rows written as ``output`` says."""
+        from cdc.engine.on_flink import run_on_flink
+
+        job, collected = self.job(spec)
+        job = job.with_(inputs=tuple(inputs))
+        done = run_on_flink(
+            self.on_flink or "",
+            str(script),
+            job,
+            script.shape,
+            keys=script.keys,
+            kind_column=script.kind_column,
+            sort=script.sort,
+        )
+        result = Result(path="flink", flink_job=done.job_id or "")
+        result.counts.written = done.rows
+        if collected is not None:
+            result.rows = collected.rows
+        return result
 
 
 def _all_paths(source: Any) -> bool:
@@ -229,7 +302,7 @@ def _with_source(job: Job, source: Source) -> Job:
 
 
 def _sql_or_run(io: _IO, spec: Any, builder: str) -> Result:
-    if io.print_sql:
+    if io.print_sql or io.on_flink is not None:
         from cdc.engine import print_sql
 
         return io.flink_sql(getattr(print_sql, builder), spec)
@@ -261,6 +334,10 @@ def from_changelog(
     commit_columns: Names | None = None,
     drop_commit_columns: bool = False,
     kind_column: str = "op",
+    delimiter: str | None = None,
+    quote_char: str | None = None,
+    no_header: bool = False,
+    header_names: Names | None = None,
     output: Output = None,
     input_format: str | None = None,
     output_format: str | None = None,
@@ -269,6 +346,7 @@ def from_changelog(
     rejects: str | os.PathLike[str] | None = None,
     progress: Progress | None = None,
     print_sql: bool = False,
+    on_flink: str | None = None,
     flink_version: str = "2.3",
     sql_source: str = "filesystem",
     sql_sink: str = "none",
@@ -305,6 +383,12 @@ def to_changelog(
     preset: str | None = None,
     drop: Names | None = None,
     kind_column: str = "op",
+    delimiter: str | None = None,
+    quote_char: str | None = None,
+    no_header: bool = False,
+    header_names: Names | None = None,
+    table_include: str | None = None,
+    database_include: str | None = None,
     output: Output = None,
     input_format: str | None = None,
     output_format: str | None = None,
@@ -313,6 +397,7 @@ def to_changelog(
     rejects: str | os.PathLike[str] | None = None,
     progress: Progress | None = None,
     print_sql: bool = False,
+    on_flink: str | None = None,
     flink_version: str = "2.3",
     sql_source: str = "filesystem",
     sql_sink: str = "none",
@@ -355,6 +440,7 @@ def decode(
     rejects: str | os.PathLike[str] | None = None,
     progress: Progress | None = None,
     print_sql: bool = False,
+    on_flink: str | None = None,
     flink_version: str = "2.3",
     sql_source: str = "filesystem",
     sql_sink: str = "none",
@@ -400,6 +486,8 @@ def debezium_decode(
     metadata: str | Sequence[str] | None = None,
     raw_values: bool = False,
     kind_column: str = "op",
+    table_include: str | None = None,
+    database_include: str | None = None,
     strict: bool = False,
     unavailable_placeholder: str | None = None,
     output: Output = None,
@@ -410,6 +498,7 @@ def debezium_decode(
     rejects: str | os.PathLike[str] | None = None,
     progress: Progress | None = None,
     print_sql: bool = False,
+    on_flink: str | None = None,
     flink_version: str = "2.3",
     sql_source: str = "filesystem",
     sql_sink: str = "none",
@@ -430,6 +519,10 @@ def debezium_encode(
     source_fields: Mapping[str, Any] | str | Sequence[str] | None = None,
     key: Names | None = None,
     kind_column: str = "op",
+    delimiter: str | None = None,
+    quote_char: str | None = None,
+    no_header: bool = False,
+    header_names: Names | None = None,
     output: Output = None,
     input_format: str | None = None,
     output_format: str | None = None,
@@ -438,6 +531,7 @@ def debezium_encode(
     rejects: str | os.PathLike[str] | None = None,
     progress: Progress | None = None,
     print_sql: bool = False,
+    on_flink: str | None = None,
     flink_version: str = "2.3",
     sql_source: str = "filesystem",
     sql_sink: str = "none",
@@ -476,6 +570,13 @@ def materialize(
     expect: str | os.PathLike[str] | Iterable[Row] | None = None,
     commit_columns: Names | None = None,
     kind_column: str = "op",
+    delimiter: str | None = None,
+    quote_char: str | None = None,
+    no_header: bool = False,
+    header_names: Names | None = None,
+    table_include: str | None = None,
+    database_include: str | None = None,
+    ignore_columns: Names | None = None,
     memory_limit: str | int | None = None,
     temp_dir: str | os.PathLike[str] | None = None,
     output: Output = None,
@@ -486,6 +587,7 @@ def materialize(
     rejects: str | os.PathLike[str] | None = None,
     progress: Progress | None = None,
     print_sql: bool = False,
+    on_flink: str | None = None,
     flink_version: str = "2.3",
     sql_source: str = "filesystem",
     sql_sink: str = "none",
@@ -515,9 +617,12 @@ def materialize(
         time_column=time_column,
         sort=sort,
         commit_columns=None if commit_columns is None else _names(commit_columns),
+        ignore_columns=_names(ignore_columns),
     )
     io = _IO.of(locals())
-    if not print_sql:
+    if on_flink is not None and expect is not None:
+        raise UsageError("--expect compares cdc's own table; it does not go with --on-flink")
+    if not print_sql and on_flink is None:
         from cdc.engine.run import memory_limit as limit_of
 
         if temp_dir is not None and not os.path.isdir(temp_dir):
@@ -528,7 +633,7 @@ def materialize(
             "temp_dir": folder,
             "stdin_read_ahead": memory_limit is not None,
         }
-    if print_sql or expect is None:
+    if print_sql or on_flink is not None or expect is None:
         return _sql_or_run(io, spec, "print_materialize_sql")
     return _expected(io, spec, expect)
 
@@ -565,6 +670,13 @@ def replay(
     until: Any = None,
     net: bool = False,
     kind_column: str = "op",
+    delimiter: str | None = None,
+    quote_char: str | None = None,
+    no_header: bool = False,
+    header_names: Names | None = None,
+    table_include: str | None = None,
+    database_include: str | None = None,
+    ignore_columns: Names | None = None,
     output: Output = None,
     input_format: str | None = None,
     output_format: str | None = None,
@@ -573,6 +685,7 @@ def replay(
     rejects: str | os.PathLike[str] | None = None,
     progress: Progress | None = None,
     print_sql: bool = False,
+    on_flink: str | None = None,
     flink_version: str = "2.3",
     sql_source: str = "filesystem",
     sql_sink: str = "none",
@@ -605,6 +718,7 @@ def _replay_spec(values: Mapping[str, Any]) -> ReplaySpec:
         input_mode=_choice("--input-mode", values["input_mode"], ("changelog", "upsert", "append")),
         delete_when=_delete_when(values["delete_when"]),
         kind_column=values["kind_column"],
+        ignore_columns=_names(values.get("ignore_columns")),
     )
 
 
@@ -644,6 +758,13 @@ def replay_steps(
     until: Any = None,
     net: bool = False,
     kind_column: str = "op",
+    delimiter: str | None = None,
+    quote_char: str | None = None,
+    no_header: bool = False,
+    header_names: Names | None = None,
+    table_include: str | None = None,
+    database_include: str | None = None,
+    ignore_columns: Names | None = None,
     input_format: str | None = None,
     on_error: str = "fail",
     rejects: str | os.PathLike[str] | None = None,
@@ -657,10 +778,7 @@ def replay_steps(
     from cdc.engine.session import session
 
     spec = _replay_spec(locals())
-    reads = CHANGELOG if spec.input_mode == "changelog" else PLAIN
-    job, _ = _IO(source, input_format=input_format, on_error=on_error, rejects=rejects).job(
-        CopySpec(reads, spec.kind_column)
-    )
+    job, _ = _IO.of(locals()).job(spec)  # read as replay reads: its key, its tables, its CSV dialect
     job = resolve(job)
     state = KeyedReplay(spec)
     change_of = change_reader(spec.input_mode, spec.kind_column, spec.delete_when)
@@ -687,6 +805,12 @@ def aggregate(
     on_inconsistency: str = "warn",
     strict: bool = False,
     kind_column: str = "op",
+    delimiter: str | None = None,
+    quote_char: str | None = None,
+    no_header: bool = False,
+    header_names: Names | None = None,
+    table_include: str | None = None,
+    database_include: str | None = None,
     output: Output = None,
     input_format: str | None = None,
     output_format: str | None = None,
@@ -695,6 +819,7 @@ def aggregate(
     rejects: str | os.PathLike[str] | None = None,
     progress: Progress | None = None,
     print_sql: bool = False,
+    on_flink: str | None = None,
     flink_version: str = "2.3",
     sql_source: str = "filesystem",
     sql_sink: str = "none",
@@ -735,12 +860,20 @@ def inspect(
     time_column: str | None = None,
     commit_columns: Names | None = None,
     kind_column: str = "op",
+    delimiter: str | None = None,
+    quote_char: str | None = None,
+    no_header: bool = False,
+    header_names: Names | None = None,
+    table_include: str | None = None,
+    database_include: str | None = None,
+    ignore_columns: Names | None = None,
     strict: bool = False,
     input_format: str | None = None,
     on_error: str = "fail",
     rejects: str | os.PathLike[str] | None = None,
     progress: Progress | None = None,
     print_sql: bool = False,
+    on_flink: str | None = None,
     flink_version: str = "2.3",
     sql_source: str = "filesystem",
     sql_sink: str = "none",
@@ -757,9 +890,10 @@ def inspect(
         key=_names(key),
         time_column=time_column,
         commit_columns=None if commit_columns is None else _names(commit_columns),
+        ignore_columns=_names(ignore_columns),
     )
     io = _IO.of(locals())
-    if print_sql:
+    if print_sql or on_flink is not None:
         return _sql_or_run(io, spec, "print_inspect_sql")
     result = io.run(spec)
     result.rows = None
@@ -768,6 +902,10 @@ def inspect(
     else:
         sources = _paths(source) if _all_paths(source) else ["<rows>"]
     result.report = result.detail.as_dict(sources)
+    if result.counts.tables:  # change events name their tables
+        result.report["tables"] = [
+            {"name": name, "events": seen.events, "first": seen.first} for name, seen in result.counts.tables.items()
+        ]
     inconsistent = result.report["consistency"]["inconsistent_changes"]
     if strict and inconsistent:  # cdc inspect --strict
         from cdc.core.errors import InconsistencyError

@@ -20,7 +20,18 @@ EVERY: frozenset[str] = frozenset({"*"})  # the row path: every field of every c
 
 # A job's options that a path must declare to be given them, as the spec's fields are declared;
 # the others (inputs, output, formats) every path reads.
-JOB_OPTIONS = ("columns", "on_error", "rejects", "rows", "sink")
+JOB_OPTIONS = (
+    "columns",
+    "on_error",
+    "rejects",
+    "rows",
+    "sink",
+    "stream_schema",
+    "schema_line",
+    "container",
+    "csv",
+    "arrays",
+)
 SESSION = frozenset({"on_error", "rejects"})  # bad records told to the session (``Session.bad``)
 
 T = TypeVar("T")

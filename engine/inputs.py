@@ -14,23 +14,29 @@ from cdc.core.envelopes.detect import choose_envelope, envelope_message, looks_l
 from cdc.core.errors import InputError, Location, UsageError
 from cdc.core.model import Reject, Row
 from cdc.core.presets import COMMIT_COLUMNS
-from cdc.core.specs import CHANGELOG, EVENTS, DecodeSpec, FromChangelogSpec, InspectSpec, MaterializeSpec
+from cdc.core.specs import CHANGELOG, EVENTS, DecodeSpec, FromChangelogSpec, InspectSpec, MaterializeSpec, Tables
 from cdc.core.stats import Counts
 from cdc.engine.commands import lookup
 from cdc.engine.job import Job
 from cdc.engine.paths.native.kernel import count_lines
 from cdc.formats.base import RowReader
-from cdc.formats.envelopes import ENVELOPES, decoder_for
+from cdc.formats.envelopes import ENVELOPES, Gated, decoder_for
+from cdc.formats.json_array import may_be_array
+from cdc.formats.kafka import KafkaDecoder
 from cdc.formats.registry import INPUT_FORMATS, format_of, input_format, open_inputs, output_format, sniff_stdin
+from cdc.formats.stream_schema import StreamSchema, is_schema_line, wanted
 from cdc.formats.streams import STDIO, display_name
 
 SINK = "rows"  # the output format of a job whose rows go to a caller's sink
+KAFKA_DUMPS = ("kcat", "kafka-console")  # -i of decode: events in a Kafka dump
+# Commands that keep state yet read a stream of several tables (they list them): inspect.
+LISTS_TABLES: dict[type, bool] = {InspectSpec: True}
 
 
 def input_choices(spec: Any) -> tuple[str, ...]:
     """The formats a spec's input may be in."""
     if spec.reads == EVENTS:
-        return ("jsonl", *ENVELOPES)
+        return ("jsonl", *ENVELOPES, *KAFKA_DUMPS)
     if spec.reads == CHANGELOG:
         return (*INPUT_FORMATS, *ENVELOPES)
     return INPUT_FORMATS
@@ -46,6 +52,9 @@ def resolve(job: Job) -> Job:
     spec = job.spec
     choices = input_choices(spec)
     formats = []
+    if spec.reads == EVENTS and job.input_format in KAFKA_DUMPS:
+        spec = replace(spec, container=job.input_format)
+        job = job.with_(input_format="jsonl")
     for path in job.inputs:
         if spec.reads == EVENTS and job.input_format is None:  # events are JSON lines, whatever the name
             fmt = format_of(path) or "jsonl"
@@ -54,12 +63,48 @@ def resolve(job: Job) -> Job:
         if spec.reads == EVENTS and fmt not in ("jsonl", *ENVELOPES):
             raise UsageError(f"change events are JSON lines; {fmt} input cannot hold them")
         formats.append(fmt)
+    stream_schema = job.stream_schema
+    if stream_schema is None and spec.reads != EVENTS and formats and formats[0] == "jsonl":
+        first = first_record(job.inputs[0])
+        if first is not None and is_schema_line(first[0]):
+            try:
+                stream_schema = StreamSchema.of(first[0])
+            except InputError as err:
+                raise err.located(Location(display_name(job.inputs[0]), first[1])) from None
+            ignored = getattr(spec, "ignore_columns", None)
+            if ignored is not None:  # the stream's metadata columns are not row identity
+                spec = replace(spec, ignore_columns=tuple(dict.fromkeys([*ignored, *stream_schema.metadata])))
     decide = lookup(DECIDE, spec)
     if decide is not None:
         spec, formats = decide(spec, job.inputs, formats)
     if unnamed and formats[0] in INPUT_FORMATS:  # -o /dev/null, a FIFO: the input's format
         out_format = formats[0]
-    return job.with_(spec=spec, formats=tuple(formats), out_format=out_format)
+    arrays = job.arrays or json_arrays(job, formats)
+    container = job.container
+    if container == "auto" and spec.reads != EVENTS and any(f in ENVELOPES for f in formats):
+        container = container_of(job.inputs[0])
+    schema_line = job.schema_line or (
+        out_format == "jsonl" and _typed(spec, stream_schema) and wanted(job.output == STDIO)
+    )
+    return job.with_(
+        spec=spec,
+        formats=tuple(formats),
+        out_format=out_format,
+        stream_schema=stream_schema,
+        schema_line=schema_line,
+        container=container,
+        arrays=arrays,
+    )
+
+
+def _typed(spec: Any, stream_schema: Any) -> bool:
+    """Rows whose values JSON cannot type (decimals, times) or that carry metadata columns: the
+    decoded envelopes (Canal by sqlType, Debezium by its schema block), or a schema line read."""
+    if stream_schema is not None:
+        return True
+    if spec.reads == EVENTS:
+        return not spec.raw_values or bool(spec.metadata)
+    return False
 
 
 def _decode(spec: DecodeSpec, inputs: tuple[str, ...], formats: list[str]) -> tuple[Any, list[str]]:
@@ -129,15 +174,63 @@ def first_columns(path: str, fmt: str) -> list[str] | None:
     return None
 
 
+def container_of(path: str, named: str = "auto") -> str:
+    """How the events of an input are held: ``kcat`` records, ``kafka-console`` lines, or as
+    they are (``auto``), told by the first record where it can be read ahead."""
+    from cdc.formats.kafka import is_kcat, looks_like_console
+
+    if named != "auto":
+        return named
+    first = first_record(path)
+    if first is not None:
+        return "kcat" if is_kcat(first[0]) else "auto"
+    line = first_line(path)
+    return "kafka-console" if line is not None and looks_like_console(line) else "auto"
+
+
+def first_line(path: str) -> bytes | None:
+    """The first line of an input that is not blank (stdin: when it can be read ahead)."""
+    if path == STDIO:
+        import sys
+
+        peek = getattr(sys.stdin.buffer, "peek", None)
+        data = peek(1 << 16) if peek is not None else b""
+        lines = data[: data.rfind(b"\n")].split(b"\n") if b"\n" in data else []
+    else:
+        from cdc.formats.streams import decompressed, open_input
+
+        stream = decompressed(open_input(path), display_name(path))
+        try:
+            lines = [stream.readline() for _ in range(20)]
+        finally:
+            stream.close()
+    return next((line for line in lines if line.strip()), None)
+
+
 def _decided(spec: DecodeSpec, path: str) -> DecodeSpec:
-    """``--envelope auto``: the envelope of the first record, when it can be read ahead."""
+    """``--envelope auto``: the envelope of the first record, when it can be read ahead; and the
+    Kafka dump the events are in, if any."""
+    if spec.container == "auto":
+        spec = replace(spec, container=container_of(path))
     if spec.envelope != "auto":
         return spec
-    first = first_record(path)
+    first = first_record(path) if spec.container != "kafka-console" else None
     if first is None:
         return spec  # stdin that cannot be read ahead: the decoder decides at the first event
+    event = first[0]
+    if spec.container == "kcat":
+        from cdc.formats.jsonl import loads
+        from cdc.formats.kafka import is_kcat
+
+        payload = event.get("payload") if is_kcat(event) else None
+        try:
+            event = loads(payload.encode()) if isinstance(payload, str) else payload
+        except ValueError:
+            return spec
+        if event is None or type(event) is not dict:
+            return spec  # a tombstone first: the decoder decides at the first event
     try:
-        envelope = choose_envelope("auto", first[0])
+        envelope = choose_envelope("auto", event)
     except InputError as err:
         raise err.located(Location(display_name(path), first[1])) from None
     return replace(spec, envelope=envelope)
@@ -188,6 +281,8 @@ def first_record(path: str, lines: int = 100) -> tuple[Any, int] | None:
             head = [stream.readline() for _ in range(lines)]
         finally:
             stream.close()
+    if head and b"".join(head).lstrip(b"\xef\xbb\xbf \t\r\n")[:1] == b"[" and may_be_array(path):
+        return _first_element(b"".join(head))
     for number, line in enumerate(head, 1):
         text = line.strip().removeprefix(b"\xef\xbb\xbf")
         if not text or text == b"null":
@@ -199,6 +294,34 @@ def first_record(path: str, lines: int = 100) -> tuple[Any, int] | None:
     return None
 
 
+def _first_element(head: bytes) -> tuple[Any, int] | None:
+    """A JSON array file's first element that is not null, from the head of the file."""
+    import io
+
+    from cdc.formats.json_array import Elements
+    from cdc.formats.jsonl import loads
+
+    try:
+        for text, line in Elements(io.BytesIO(head)):  # type: ignore[arg-type]
+            if text != b"null":
+                return loads(text), line
+    except (InputError, ValueError):  # the head ends inside the array, or a bad element
+        return None
+    return None
+
+
+def json_arrays(job: Job, formats: list[str]) -> bool:
+    """Whether an input of JSON text is one JSON array (``.json`` exports): the row path's reader
+    takes it apart; the paths that split JSON lines do not declare it (job option ``arrays``)."""
+    for path, fmt in zip(job.inputs, formats, strict=True):
+        if fmt != "jsonl" and fmt not in ENVELOPES or not may_be_array(path):
+            continue
+        line = first_line(path)
+        if line is not None and line.lstrip(b"\xef\xbb\xbf \t")[:1] == b"[":
+            return True
+    return False
+
+
 def open_rows(job: Job, reject: Reject, on_bytes: Any, counts: Counts, findings: Any = None) -> RowReader:
     """The job's input rows, every input in order: changelog rows for an envelope input
     (decoded by one decoder, ``counts`` its counts; ``findings`` the command's, where what the
@@ -206,31 +329,58 @@ def open_rows(job: Job, reject: Reject, on_bytes: Any, counts: Counts, findings:
     if job.rows is not None:
         decoder = decoder_for(job.spec, counts, findings) if job.spec.reads == EVENTS else None
         return IterableReader(job.rows, reject, decoder)
+    if job.csv is not None and not any(f in ("csv", "tsv") for f in job.formats):
+        raise UsageError(
+            "--delimiter, --quote-char, --no-header and --header-names read CSV/TSV: the input is "
+            + ", ".join(dict.fromkeys(job.formats)),
+            hint="name the format with -i csv",
+        )
     readers: dict[str, Any] = {}
     if job.spec.reads == EVENTS:  # events decoded: decode
         readers = dict.fromkeys(job.formats, decoder_for(job.spec, counts, findings).reader)
     else:
         envelope = next((f for f in job.formats if f in ENVELOPES), None)
+        if envelope is None and getattr(job.spec, "tables", None):
+            raise UsageError(
+                "--table-include/--database-include pick tables of change events: the input is "
+                + ", ".join(dict.fromkeys(job.formats)),
+                hint="read the events with -i debezium|canal|maxwell|ogg",
+            )
         if envelope is not None:  # changelog rows decoded on the way in (-i debezium)
+            decode = events_spec(job.spec, envelope, job.container)
             # its rows are counted once, by the command; its notes (tombstones) are the command's
-            readers[envelope] = decoder_for(
-                events_spec(job.spec, envelope), Counts(notes=counts.notes), findings
-            ).reader
-    return open_inputs(job.inputs, job.formats, reject, on_bytes, readers)
+            decoder = decoder_for(decode, Counts(notes=counts.notes, tables=counts.tables), findings)
+            kafka = decoder if isinstance(decoder, KafkaDecoder) else None
+            inner = kafka.inner if kafka is not None else decoder
+            if not isinstance(inner, Gated):  # the tables read are listed all the same (inspect)
+                inner = Gated(inner, decode, counts)
+                if kafka is not None:
+                    kafka.inner = inner
+                else:
+                    decoder = inner
+            readers[envelope] = decoder.reader
+    return open_inputs(job.inputs, job.formats, reject, on_bytes, readers, job.csv)
 
 
-def events_spec(spec: Any, envelope: str) -> DecodeSpec:
+def events_spec(spec: Any, envelope: str, container: str = "auto") -> DecodeSpec:
     """How a command that reads changelog rows decodes envelope inputs (``-i debezium``): the
     command's key rebuilds partial before images too (REPLICA IDENTITY DEFAULT); a command that
-    keeps state keeps the live rows (a snapshot re-read of a live row is found), under its policy."""
+    keeps state keeps the live rows (a snapshot re-read of a live row is found), under its policy,
+    and reads one table only (a stream of several is refused, never merged; inspect lists them);
+    its table patterns pick that table."""
     from cdc.core.state import Policy
 
+    tables = getattr(spec, "tables", None) or Tables()
     return DecodeSpec(
         envelope,
         spec.kind_column,
         key=getattr(spec, "key", ()),
+        database_include=tables.database_include,
+        table_include=tables.table_include,
         policy=getattr(spec, "policy", Policy.warn),
         live_rows=not spec.stateless,
+        one_table=not spec.stateless and not lookup(LISTS_TABLES, spec),
+        container=container,
     )
 
 

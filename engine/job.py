@@ -49,6 +49,13 @@ class Job:
     # Filled in by ``resolve``: each input's format (stdin sniffed) and the output's.
     formats: tuple[str, ...] = ()
     out_format: str = ""
+    # The input's schema line (``formats.stream_schema``), and whether the output gets one: the
+    # row path reads and writes them (``plan.choose``).
+    stream_schema: Any = None
+    schema_line: bool = False
+    csv: Any = None  # how CSV/TSV inputs are written (formats.base.CsvDialect): delimiter, quote, header
+    arrays: bool = False  # an input is one JSON array (formats.json_array), not JSON lines
+    container: str = "auto"  # envelope inputs of changelog commands: kcat, kafka-console (DecodeSpec.container)
 
     def with_(self, **changes: Any) -> Job:
         return replace(self, **changes)
@@ -76,6 +83,7 @@ class Result:
       ``cdc.ExpectationFailed`` then (``raise_for_diff()`` is the same);
     - ``report``: inspect: the report as ``cdc inspect --json`` prints it (a dict);
     - ``sql``: with ``print_sql=True``: the Flink SQL script; nothing else ran;
+    - ``flink_job``: with ``on_flink=URL``: the id of the Flink job whose rows were written;
     - ``detail``: the command's own account (a table state, replay counts, an inspect profile).
     """
 
@@ -90,6 +98,7 @@ class Result:
     differences: Any = None  # a core.compare.TableDiff
     report: dict[str, Any] | None = None
     sql: str | None = None
+    flink_job: str | None = None  # with on_flink: the Flink job that made the rows
 
     @property
     def findings(self) -> Any:

@@ -1,15 +1,15 @@
-"""``--print-sql``: read the first rows to infer columns and make the Flink SQL script (the
-API's ``print_sql=True``: ``result.sql``; nothing else runs)."""
+"""``--print-sql``: read the input once to declare its columns and make the Flink SQL script (the
+API's ``print_sql=True``: ``result.sql``; ``on_flink=URL``: the script run on a cluster)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
-from itertools import islice
 from typing import Any
 
 from cdc.core.errors import UsageError
 from cdc.core.flinksql import (
+    ColumnTypes,
     DebeziumInfo,
     Sink,
     Source,
@@ -17,12 +17,13 @@ from cdc.core.flinksql import (
     debezium_encode_sql,
     debezium_sql,
     decode_sql,
+    encodes_upsert,
     from_changelog_sql,
-    infer_columns,
     inspect_sql,
     materialize_sql,
     replay_sql,
     scan_records,
+    stale_befores,
     to_changelog_sql,
 )
 from cdc.core.model import OnError
@@ -64,21 +65,54 @@ def job_of(common: Common, spec: Any) -> Job:
     return Job(spec, inputs=tuple(common.inputs), input_format=common.input_format, on_error=common.on_error)
 
 
+class FlinkScript(str):
+    """A script, and how its last statement's rows make the command's output when it runs on a
+    cluster (``engine.on_flink``: ``shape``, the ``keys`` of a table, the ``kind_column``, ``sort``)."""
+
+    shape: str
+    keys: tuple[str, ...]
+    kind_column: str
+    sort: bool
+
+
 def _ignore(err: Any, raw: str) -> None:
-    """A bad record among the first rows says nothing about the columns."""
+    """A bad record says nothing about the columns."""
 
 
-def sample(job: Job, errors: list[str] | None = None) -> tuple[Job, list[dict[str, Any]]]:
-    """The job with its formats decided, and the first rows of its first input (``errors``
-    collects what cdc rejected among them)."""
+def sample(job: Job, errors: list[str] | None = None, drop: str | None = None) -> Read:
+    """Read the job's first input to its end, once: the column types from every row (never from a
+    prefix: a fraction in row 10,000 of an integer column makes it DOUBLE), whether a CSV had quoted
+    empty fields, and the first rows as cdc read them (``errors`` collects what cdc rejected,
+    ``drop``: a column left out of the types, e.g. the kind column of decoded images)."""
     job = resolve(job.with_(inputs=job.inputs[:1]))
 
     def reject(err: Any, raw: str) -> None:
-        if errors is not None:
+        if errors is not None and len(errors) < SAMPLE_ROWS:
             errors.append(str(err))
 
-    reader = open_rows(job, reject, None, Counts())
-    return job, list(islice(iter(reader), SAMPLE_ROWS))
+    text_only = bool(job.formats) and job.formats[0] in ("csv", "tsv")
+    types = ColumnTypes(text_only)
+    first: list[dict[str, Any]] = []
+    empty = False
+    for row in open_rows(job, reject, None, Counts()):
+        image = {k: v for k, v in row.items() if k != drop} if drop is not None else row
+        types.add(image)
+        if len(first) < SAMPLE_ROWS:
+            first.append(row)
+        if text_only and not empty:
+            empty = any(v == "" for v in row.values())
+    return Read(job, first, types.result(), empty, types.text_numbers())
+
+
+@dataclass
+class Read:
+    """What one pass over an input gave (see :func:`sample`)."""
+
+    job: Job
+    rows: list[dict[str, Any]]
+    types: dict[str, str]
+    empty_strings: bool
+    numbers: dict[str, str] = field(default_factory=dict)  # CSV columns that spell numbers throughout
 
 
 def _source(job: Job, common: Common | None = None, key: tuple[str, ...] = (), upserts: bool = False) -> Source:
@@ -103,45 +137,48 @@ def _sink(common: Common, key: tuple[str, ...] = (), kind_column: str = "op") ->
     return Sink(common.sql_sink, common.sink_path, common.sink_topic, common.bootstrap_servers, key, kind_column)
 
 
-def columns_of(rows: list[dict[str, Any]], source: Source) -> dict[str, str]:
-    return infer_columns(rows, text_only=source.fmt in ("csv", "tsv"))
-
-
-def empty_strings(rows: list[dict[str, Any]], source: Source) -> bool:
-    """CSV: a quoted empty field ("" → empty string) among the sampled rows."""
-    return source.fmt in ("csv", "tsv") and any(v == "" for r in rows for v in r.values())
-
-
-def emit(sql: str) -> str:
-    return sql
+def emit(common: Common, sql: str, shape: str, spec: Any = None, keys: tuple[str, ...] = ()) -> FlinkScript:
+    """The script, with what ``--on-flink`` needs to write its rows as the local run writes them
+    (``shape``: see ``engine.on_flink``; a ``--sql-sink`` makes it ``sink``)."""
+    script = FlinkScript(sql)
+    script.shape = "sink" if common.sql_sink != "none" else shape
+    script.keys = tuple(keys)
+    script.kind_column = str(getattr(spec, "kind_column", "op"))
+    script.sort = bool(getattr(spec, "sort", False))
+    return script
 
 
 def print_from_changelog_sql(common: Common, spec: FromChangelogSpec) -> str:
-    job, rows = sample(job_of(common, spec))
-    source = _source(job, common, spec.keys)
+    got = sample(job_of(common, spec))
+    source = _source(got.job, common, spec.keys)
     return emit(
+        common,
         from_changelog_sql(
             "cdc from-changelog",
             source,
-            columns_of(rows, source),
+            got.types,
             spec.op_column,
             spec.mapping,
             spec.keys,
             common.on_error == OnError.skip,
             spec.drop,
-            empty_strings=empty_strings(rows, source),
+            empty_strings=got.empty_strings,
             commit_columns=spec.commit_columns,
             drop_columns=spec.commit_columns if spec.drop_commit_columns else (),
             flink_version=common.flink_version,
             sink=_sink(common, spec.keys, spec.kind_column),
-        )
+            kind_column=spec.kind_column,
+        ),
+        "rows" if encodes_upsert(spec.mapping, spec.keys, common.flink_version) else "changelog",
+        spec,
+        spec.keys,
     )
 
 
 @dataclass
 class Sampled:
     """The input of a command that reads changes, as Flink reads it: the source table, column
-    types, whether the CSV sample had quoted empty fields, the first rows as cdc read them, and —
+    types, whether the CSV had quoted empty fields, the first rows as cdc read them, and —
     for an envelope input (``--input-format debezium|canal|maxwell|ogg``) — what its format would
     meet (the image columns only, as ``decode --print-sql`` sees them; no rows)."""
 
@@ -150,6 +187,7 @@ class Sampled:
     empty_strings: bool
     info: DebeziumInfo | None
     rows: list[dict[str, Any]]
+    numbers: dict[str, str] = field(default_factory=dict)  # CSV columns that spell numbers throughout
 
 
 def changelog_sample(
@@ -172,13 +210,14 @@ def changelog_sample(
     if source.fmt in ENVELOPES:
         types, info = envelope_sample(common, DecodeSpec(envelope=source.fmt, kind_column=kind_column))
         return Sampled(source, types, False, info, [])
-    job, rows = sample(job_of(common, CopySpec(reads, kind_column)))
-    return Sampled(source, columns_of(rows, source), empty_strings(rows, source), None, rows)
+    got = sample(job_of(common, CopySpec(reads, kind_column)))
+    return Sampled(source, got.types, got.empty_strings, None, got.rows, got.numbers)
 
 
 def print_to_changelog_sql(common: Common, spec: ToChangelogSpec) -> str:
     got = changelog_sample(common, spec, spec.kind_column)
     return emit(
+        common,
         to_changelog_sql(
             "cdc to-changelog",
             got.source,
@@ -191,7 +230,10 @@ def print_to_changelog_sql(common: Common, spec: ToChangelogSpec) -> str:
             debezium=got.info,
             flink_version=common.flink_version,
             sink=_sink(common),
-        )
+        ),
+        "rows",
+        spec,
+        (),
     )
 
 
@@ -202,42 +244,39 @@ def debezium_sample(common: Common, spec: DecodeSpec) -> tuple[dict[str, str], D
     from cdc.formats.registry import open_inputs
 
     job = resolve(job_of(common, spec).with_(inputs=tuple(common.inputs[:1]), input_format="debezium"))
-    source = Source(job.inputs[0], "debezium")
 
-    def read(raw: bool) -> tuple[list[dict[str, Any]], bool]:
+    def read(raw: bool) -> tuple[dict[str, str], bool]:
         quiet = DecodeSpec(
             kind_column=spec.kind_column, schema_include=spec.schema_include, raw_values=raw, on_truncate="skip"
         )
         decoder = DebeziumDecoder(quiet)  # kept: it tells whether the events came in an envelope
         reader = open_inputs(job.inputs, job.formats, _ignore, None, {"debezium": decoder.reader})
-        rows = list(islice(iter(reader), SAMPLE_ROWS))
-        images = [{k: v for k, v in r.items() if k != quiet.kind_column} for r in rows]
-        return images, spec.schema_include == "true" or decoder.saw_envelope
+        types = ColumnTypes()
+        for row in reader:  # every event: a column's type is what all its values hold
+            types.add({k: v for k, v in row.items() if k != quiet.kind_column})
+        return types.result(), spec.schema_include == "true" or decoder.saw_envelope
 
-    images, enveloped = read(spec.raw_values)
-    raw_images, _ = read(True)
+    columns, enveloped = read(spec.raw_values)
+    raw_columns, _ = read(True)
     scan = scan_events(job.inputs[0], spec.schema_include) if job.inputs[0] != "-" else DebeziumInfo()
-    info = replace(
-        scan, schema_include=enveloped, raw_columns=columns_of(raw_images, source), raw_values=spec.raw_values
-    )
-    return columns_of(images, source), info
+    info = replace(scan, schema_include=enveloped, raw_columns=raw_columns, raw_values=spec.raw_values)
+    return columns, info
 
 
 def envelope_sample(common: Common, spec: DecodeSpec) -> tuple[dict[str, str], DebeziumInfo]:
-    """The first records of a Canal / Maxwell / OGG input: column types as cdc decodes them, and
+    """The records of a Canal / Maxwell / OGG input: column types as cdc decodes them, and
     what Flink's format would meet (see ``flinksql.scan_records``)."""
     quiet = replace(spec, on_truncate="skip", key=(), metadata=())
     errors: list[str] = []
-    job, rows = sample(job_of(common, quiet), errors)
-    images = [{k: v for k, v in r.items() if k != spec.kind_column} for r in rows]
+    got = sample(job_of(common, quiet), errors, drop=spec.kind_column)
     info = (
-        scan_events(job.inputs[0], envelope=spec.envelope, include=(spec.database_include, spec.table_include))
-        if job.inputs[0] != "-"
+        scan_events(got.job.inputs[0], envelope=spec.envelope, include=(spec.database_include, spec.table_include))
+        if got.job.inputs[0] != "-"
         else DebeziumInfo()
     )
     if spec.bootstrap == "skip" and "bootstrap-insert" in info.unsupported:  # cdc skips those rows too
         info = replace(info, rejected=info.unsupported, unsupported="")
-    return infer_columns(images), replace(info, raw_values=spec.raw_values, first_error=errors[0] if errors else "")
+    return got.types, replace(info, raw_values=spec.raw_values, first_error=errors[0] if errors else "")
 
 
 def scan_events(
@@ -246,21 +285,23 @@ def scan_events(
     envelope: str = "debezium",
     include: tuple[str | None, str | None] = (None, None),
 ) -> DebeziumInfo:
-    """The first records of an envelope file as sent (see ``flinksql.scan_records``)."""
+    """The records of an envelope file as sent, all of them (see ``flinksql.scan_records``)."""
+    return scan_records(_records(path), envelope, schema_include, *include)
+
+
+def _records(path: str) -> Iterator[Any]:
+    """The parsed JSON lines of a file (``None`` for a ``null`` line), unparsable ones left out."""
     import json
 
-    def records() -> Iterator[Any]:
-        with open(path, "rb") as f:
-            for line in islice(f, SAMPLE_ROWS * 2):
-                text = line.strip()
-                if not text:
-                    continue
-                try:
-                    yield json.loads(text)
-                except ValueError:
-                    continue
-
-    return scan_records(records(), envelope, schema_include, *include)
+    with open(path, "rb") as f:
+        for line in f:
+            text = line.strip()
+            if not text:
+                continue
+            try:
+                yield json.loads(text)
+            except ValueError:
+                continue
 
 
 def _envelope_of(common: Common, spec: DecodeSpec) -> str:
@@ -290,13 +331,23 @@ def _envelope_source(common: Common, envelope: str, key: tuple[str, ...]) -> Sou
 
 def print_decode_sql(common: Common, spec: DecodeSpec) -> str:
     spec = replace(spec, envelope=_envelope_of(common, spec))
+    _consistency_unchecked(spec.policy, "decode")
+    if spec.unavailable_placeholder is not None:
+        raise UsageError(
+            f"--unavailable-placeholder {spec.unavailable_placeholder!r}: cdc fills such a value from the last row of "
+            "the key, Flink's debezium-json passes the placeholder on as data",
+            hint="set REPLICA IDENTITY FULL on the table so Debezium sends the value",
+        )
     skip = common.on_error == OnError.skip
     if spec.envelope == "debezium":
         from cdc.formats.debezium import parse_metadata
 
         columns, info = debezium_sample(common, spec)
         info = replace(info, on_truncate=spec.on_truncate)
+        if spec.key and common.inputs and common.inputs[0] != "-":
+            info = replace(info, stale_before=stale_befores(_records(common.inputs[0]), spec.key, spec.schema_include))
         return emit(
+            common,
             debezium_sql(
                 "cdc debezium-decode",
                 _envelope_source(common, "debezium", spec.key),
@@ -308,13 +359,19 @@ def print_decode_sql(common: Common, spec: DecodeSpec) -> str:
                 info=info,
                 flink_version=common.flink_version,
                 sink=_sink(common, spec.key, spec.kind_column),
-            )
+            ),
+            "changelog",
+            spec,
+            spec.key,
         )
     from cdc.core.envelopes import parse_metadata as envelope_metadata
 
     columns, info = envelope_sample(common, spec)
     info = replace(info, on_truncate=spec.on_truncate)
+    if spec.key and spec.envelope == "ogg" and common.inputs and common.inputs[0] != "-":
+        info = replace(info, stale_before=stale_befores(_records(common.inputs[0]), spec.key))
     return emit(
+        common,
         decode_sql(
             _envelope_source(common, spec.envelope, spec.key),
             columns,
@@ -326,7 +383,10 @@ def print_decode_sql(common: Common, spec: DecodeSpec) -> str:
             table_include=spec.table_include,
             flink_version=common.flink_version,
             sink=_sink(common, spec.key, spec.kind_column),
-        )
+        ),
+        "changelog",
+        spec,
+        spec.key,
     )
 
 
@@ -349,7 +409,12 @@ def print_aggregate_sql(common: Common, spec: AggregateSpec) -> str:
     _consistency_unchecked(spec.policy, "aggregate")
     reads = "changelog" if spec.input_mode == "changelog" else "rows"
     got = changelog_sample(common, spec, spec.kind_column, reads, spec.key, spec.input_mode == "upsert")
+    # CSV values are text to Flink: SUM/AVG over a column of number text read it as cdc does (CAST).
+    numeric_text = any(
+        a.func in ("SUM", "AVG") and a.arg is not None and got.types.get(a.arg) == "STRING" for a in spec.query.aggs
+    )
     return emit(
+        common,
         aggregate_sql(
             got.source,
             got.types,
@@ -359,13 +424,18 @@ def print_aggregate_sql(common: Common, spec: AggregateSpec) -> str:
             kind_column=spec.kind_column,
             keys=spec.key,
             empty_strings=got.empty_strings,
-            select=spec.query.select_sql,
+            select=None if numeric_text else spec.query.select_sql,
+            where=spec.query.where.sql() if numeric_text and spec.query.where is not None else None,
+            numbers=got.numbers,
             emit=spec.query.emit,
             delete_when=spec.delete_when,
             flink_version=common.flink_version,
             sink=_sink(common, spec.query.group_by, spec.kind_column),
             debezium=got.info,
-        )
+        ),
+        "rows" if spec.query.emit == "upsert" else "changelog",
+        spec,
+        spec.query.group_by,
     )
 
 
@@ -373,9 +443,9 @@ def print_materialize_sql(common: Common, spec: MaterializeSpec) -> str:
     """The table a changelog describes, as the SQL client's result table (or an upsert sink)."""
     from cdc.core.presets import COMMIT_COLUMNS
 
-    if spec.as_of is not None or spec.dedup:
+    if spec.as_of is not None:
         raise UsageError(
-            "--as-of and --dedup have no Flink SQL form here",
+            "--as-of has no Flink SQL form here",
             hint="print the SQL without them; a temporal join (FOR SYSTEM_TIME AS OF) is the cluster's --as-of",
         )
     _consistency_unchecked(spec.policy, "materialize")
@@ -384,6 +454,7 @@ def print_materialize_sql(common: Common, spec: MaterializeSpec) -> str:
     # retraction's match): the query selects the other columns.
     commit = COMMIT_COLUMNS if spec.commit_columns is None else spec.commit_columns
     return emit(
+        common,
         materialize_sql(
             got.source,
             got.types,
@@ -394,18 +465,35 @@ def print_materialize_sql(common: Common, spec: MaterializeSpec) -> str:
             empty_strings=got.empty_strings,
             debezium=got.info,
             drop_columns=tuple(c for c in commit if c in got.types),
-            sample=got.rows,
-        )
+            sample=every_row(common, spec.kind_column) if spec.key and got.info is None else got.rows,
+            dedup=spec.dedup,
+        ),
+        "table",
+        spec,
+        spec.key,
     )
+
+
+def every_row(common: Common, kind_column: str) -> Iterator[dict[str, Any]]:
+    """The first input's changelog rows, all of them, read again (streaming): a keyed check must see
+    every change, not the first rows."""
+    from cdc.core.specs import CopySpec
+
+    job = resolve(job_of(common, CopySpec("changelog", kind_column)).with_(inputs=tuple(common.inputs[:1])))
+    yield from open_rows(job, _ignore, None, Counts())
 
 
 def print_replay_sql(common: Common, spec: ReplaySpec) -> str:
     """ChangelogNormalize: an upsert-kafka source keyed by --key, or keep-last by --order-by."""
-    if spec.since is not None or spec.until is not None or spec.keep_noop:
-        raise UsageError("--since, --until, --net and --keep-noop have no Flink SQL form here")
+    if spec.since is not None or spec.until is not None:
+        raise UsageError(
+            "--since, --until and --net have no Flink SQL form here: a window of the changes by a column's value "
+            "is a batch question, not one continuous query"
+        )
     reads = "changelog" if spec.input_mode == "changelog" else "rows"
     got = changelog_sample(common, spec, spec.kind_column, reads, spec.key, spec.input_mode == "upsert")
     return emit(
+        common,
         replay_sql(
             got.source,
             got.types,
@@ -419,8 +507,13 @@ def print_replay_sql(common: Common, spec: ReplaySpec) -> str:
             sink=_sink(common, spec.key, spec.kind_column),
             empty_strings=got.empty_strings,
             debezium=got.info,
-            sample=got.rows,
-        )
+            sample=every_row(common, spec.kind_column) if spec.order_by and got.info is None else got.rows,
+            keep_noop=spec.keep_noop,
+            numbers=got.numbers,
+        ),
+        "rows" if spec.emit == "upsert" else "changelog",
+        spec,
+        spec.key,
     )
 
 
@@ -434,6 +527,7 @@ def print_encode_sql(common: Common, spec: EncodeSpec) -> str:
             "(or --sql-sink filesystem --sink-path DIR)"
         )
     return emit(
+        common,
         debezium_encode_sql(
             got.source,
             got.types,
@@ -443,7 +537,10 @@ def print_encode_sql(common: Common, spec: EncodeSpec) -> str:
             flink_version=common.flink_version,
             empty_strings=got.empty_strings,
             debezium=got.info,
-        )
+        ),
+        "sink",
+        spec,
+        spec.key,
     )
 
 
@@ -452,6 +549,7 @@ def print_inspect_sql(common: Common, spec: InspectSpec) -> str:
     streaming GROUP BY computes; the script's header says what it leaves out."""
     got = changelog_sample(common, spec, spec.kind_column)
     return emit(
+        common,
         inspect_sql(
             got.source,
             got.types,
@@ -461,5 +559,8 @@ def print_inspect_sql(common: Common, spec: InspectSpec) -> str:
             sink=_sink(common),
             empty_strings=got.empty_strings,
             debezium=got.info,
-        )
+        ),
+        "counts",
+        None,
+        (),
     )

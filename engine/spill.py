@@ -567,6 +567,23 @@ def _merged(outputs: list[tuple[Path, list[int]]]) -> Iterator[bytes]:
             fh.close()
 
 
+def _uneven(outputs: list[tuple[Path, list[int]]]) -> bool:
+    """Whether the table's rows differ in their columns (then it is written as the union of
+    them, as the row path writes a table, not as the rows' texts)."""
+    from cdc.formats.jsonl import loads
+
+    shape: Any = None
+    for path, _ in outputs:
+        with open(path, "rb") as fh:
+            for line in fh:
+                keys = loads(line).keys()
+                if shape is None:
+                    shape = keys
+                elif keys != shape:
+                    return True
+    return False
+
+
 def _tagged(places: list[int], part: int) -> Iterator[tuple[int, int]]:
     for place in places:
         yield place, part
@@ -575,11 +592,11 @@ def _tagged(places: list[int], part: int) -> Iterator[tuple[int, int]]:
 def _write(job: Job, current: Any, outputs: list[tuple[Path, list[int]]], empty: Any) -> int:
     """The merged table to the job's output, in its format."""
     from cdc.engine.paths import texts_parquet
-    from cdc.engine.tables import write_rows
+    from cdc.engine.tables import all_columns, write_rows
     from cdc.formats.jsonl import loads_for
 
     texts = _merged(outputs)
-    if job.out_format == "jsonl" and not job.columns:
+    if job.out_format == "jsonl" and not job.columns and not _uneven(outputs):
         stream = current.open_output().stream
         count = 0
         batch: list[bytes] = []
@@ -607,5 +624,15 @@ def _write(job: Job, current: Any, outputs: list[tuple[Path, list[int]]], empty:
             if batch:
                 yield b"\n".join(batch)
 
-        return texts_parquet.write_blocks(job, current, blocks(), empty)
-    return write_rows(job, current, (loads_for(t)(t) for t in texts), empty=empty)
+        try:
+            return texts_parquet.write_blocks(job, current, blocks(), empty)
+        except texts_parquet.Uneven:  # a column the first rows lack: again, the row path's way
+            from cdc.formats.streams import Output
+
+            current.output.abort()
+            current.output = Output(job.output)
+
+    def rows() -> Iterator[Any]:
+        return (loads_for(t)(t) for t in _merged(outputs))
+
+    return write_rows(job, current, all_columns(rows(), rows), empty=empty)

@@ -28,21 +28,48 @@ def metadata_of(spec: MaterializeSpec | InspectSpec) -> frozenset[str]:
 def new_table_state(spec: MaterializeSpec) -> TableState:
     findings = Findings(spec.policy)
     metadata = metadata_of(spec)
+    ignored = frozenset(spec.ignore_columns)
     if spec.as_of is not None:
         assert spec.time_column is not None
-        return VersionedState(spec.key, spec.time_column, spec.as_of, findings, metadata)
-    return new_state(spec.key, findings, spec.dedup, metadata)
+        return VersionedState(spec.key, spec.time_column, spec.as_of, findings, metadata, ignored)
+    return new_state(spec.key, findings, spec.dedup, metadata, ignored)
 
 
-def table_rows(state: TableState, spec: MaterializeSpec) -> Iterable[Row]:
+def table_rows(state: TableState, spec: MaterializeSpec, fill: bool = True) -> Iterable[Row]:
     """The live rows in first-insertion order of their key, or sorted by key (``--sort``), without
     a change feed's commit columns (the table the source system shows has none)."""
-    rows = state.rows()
+    rows: Iterable[Row] = state.rows()
     if state.metadata:
         rows = (strip(row, state.metadata) for row in rows)
+    if fill:  # CSV, Parquet, print, table: one set of columns (JSON lines: each row as written)
+        rows = all_columns(rows, lambda: state.rows(), state.metadata)
     if not spec.sort:
         return rows
     return sorted(rows, key=lambda r: tuple(sort_key(r.get(c)) for c in (spec.key or list(r))))
+
+
+def all_columns(
+    rows: Iterable[Row], again: Callable[[], Iterable[Row]], metadata: frozenset[str] = frozenset()
+) -> Iterable[Row]:
+    """A table whose rows do not all have the same columns (``ALTER TABLE … ADD COLUMN`` in the
+    middle of the stream: rows last written before it lack the column) as rows of the union of
+    the columns, in first-seen order, a missing column null. ``again`` lists the rows once more
+    (the state holds them): the first look only collects the names."""
+    names: dict[str, None] = {}
+    shape: Any = None
+    uneven = False
+    for row in again():
+        keys = row.keys()
+        if shape is None:
+            shape = keys
+            names = dict.fromkeys(keys)
+        elif keys != shape:
+            uneven = True
+            names.update(dict.fromkeys(keys))
+    if not uneven:
+        return rows
+    columns = [c for c in names if c not in metadata]
+    return ({c: row.get(c) for c in columns} for row in rows)
 
 
 def output_kind_column(spec: Any) -> str | None:
@@ -59,7 +86,30 @@ def make_writer(job: Job, current: Session, reader: RowReader | None) -> RowWrit
     if job.out_format == "parquet" and reader is not None and reader.arrow_schema is not None:
         hints = {f.name: f.type for f in reader.arrow_schema}  # a schema, or a list of fields
     out = current.open_output()
-    return open_writer(out.stream, job.out_format, job.columns or None, output_kind_column(job.spec), hints)
+    writer = open_writer(out.stream, job.out_format, job.columns or None, output_kind_column(job.spec), hints)
+    if job.schema_line and job.out_format == "jsonl":
+        from cdc.formats.stream_schema import SchemaJsonlWriter
+
+        def declared() -> Any:  # asked once the first rows are read: the types their source declared
+            return reader.arrow_schema if reader is not None else None
+
+        return SchemaJsonlWriter(out.stream, writer, metadata_columns(job), declared)
+    return writer
+
+
+def metadata_columns(job: Job) -> list[str]:
+    """The output's columns that are metadata, not row identity: decode's --metadata columns, and
+    those a schema line read said were; kept where the output has them."""
+    spec = job.spec
+    names: list[str] = []
+    requests = getattr(spec, "metadata", ())  # decode's --metadata NAME[=COLUMN]
+    if requests:
+        from cdc.core.envelopes.base import metadata_column
+
+        names += [m.partition("=")[2].strip() or metadata_column(m.strip()) for m in requests]
+    if job.stream_schema is not None:
+        names += list(job.stream_schema.metadata)
+    return list(dict.fromkeys(names))
 
 
 def selected(rows: Iterable[Row], columns: Sequence[str]) -> Iterator[Row]:

@@ -3,10 +3,35 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from cdc.core.errors import InputError, Location
 from cdc.core.model import Reject, Row, fail_on_bad
+
+
+@dataclass(frozen=True)
+class CsvDialect:
+    """CSV as people have it: the field delimiter, the quote character, and whether the first
+    line is a header (``names``: the columns of a file without one, or new names for the header's)."""
+
+    delimiter: str | None = None  # None: the format's (``,`` for CSV, tab for TSV)
+    quote: str = '"'
+    header: bool = True
+    names: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        from cdc.core.errors import UsageError
+
+        for option, char in (("--delimiter", self.delimiter), ("--quote-char", self.quote)):
+            if char is not None and (len(char) != 1 or char in "\r\n"):
+                raise UsageError(f"{option} takes one character (not a line break); got {char!r}")
+        if self.delimiter is not None and self.delimiter == self.quote:
+            raise UsageError("--delimiter and --quote-char must differ")
+        if not self.header and not self.names:
+            raise UsageError("--no-header needs the columns' names: --header-names a,b,c")
+        if len(set(self.names)) != len(self.names):
+            raise UsageError(f"--header-names: a name given twice in {', '.join(self.names)}")
 
 
 class RowReader:

@@ -173,7 +173,7 @@ class DebeziumDecoder:
 
     def decode(self, event: Row | None, raw: bytes = b"") -> list[Row]:
         try:
-            return self._decode(event)
+            return self._decode(event, raw)
         except InconsistencyError:
             raise
         except InputError:
@@ -249,7 +249,7 @@ class DebeziumDecoder:
 
     # -- one event -------------------------------------------------------------------------
 
-    def _decode(self, event: Row | None) -> list[Row]:  # noqa: C901 - one branch per op
+    def _decode(self, event: Row | None, raw: bytes = b"") -> list[Row]:  # noqa: C901 - one branch per op
         opts = self.options
         counts = self.counts
         if event is None:
@@ -298,7 +298,8 @@ class DebeziumDecoder:
             )
         # The placeholder stands for "unchanged, not sent" only in before images and in the
         # after image of an update; in an insert or a snapshot read it is the column's value.
-        mark = self.placeholder.marked
+        # (A line whose bytes hold no form of it needs no look at its values.)
+        mark = self.placeholder.marked if not raw or self.placeholder.in_line(raw) else _unmarked
         before = mark(before)
         # ... but for a key change: Debezium's d of the old key and c of the new one, in one
         # transaction (the c's unchanged TOASTed values are placeholders; e2e finding 05).
@@ -486,7 +487,9 @@ class DebeziumDecoder:
             and self._deleted is not None
             and _flat_transaction(payload) == _flat_transaction(self._deleted[0] or {})
         )
-        if deleted or op == "u" or key_change or (op is None and live.stored(image) is not None):
+        # In a c or r row (an insert, a snapshot read) the placeholder's text is the column's value.
+        may_hold = deleted or op == "u" or key_change or (op is None and live.stored(image) is not None)
+        if may_hold:
             image = self.placeholder.marked(image)
         if schema is not None and not self.options.raw_values:
             image = _apply(self._converters_for(schema), image, self.placeholder.text)
@@ -502,7 +505,7 @@ class DebeziumDecoder:
             return []
         if op != "r":
             self.streaming = True
-        if self.placeholder.text in image.values():
+        if may_hold and self.placeholder.text in image.values():
             fallback = self._deleted[1] if self._deleted is not None and key_change else None
             if stored is None and fallback is None:
                 held = [c for c, v in image.items() if v == self.placeholder.text]
@@ -582,6 +585,10 @@ class DebeziumDecoder:
             "source.properties": {k: _stringify(v) for k, v in source.items()} if source else None,
         }
         return {column: values[key] for key, column in self.metadata}
+
+
+def _unmarked(image: Any) -> Any:
+    return image
 
 
 def _json_text(value: Any, sort: bool = False) -> str:

@@ -35,8 +35,9 @@ class _QuoteCounter(io.RawIOBase):
     ``keep``: the bytes read are also kept there (a stream's, whose ragged records can only
     be found again in them), until ``_StreamLines`` lets them go."""
 
-    def __init__(self, stream: BinaryIO, keep: bytearray | None = None):
+    def __init__(self, stream: BinaryIO, keep: bytearray | None = None, quote: bytes = b'"'):
         self._stream = stream
+        self._quote = quote
         self.quotes = 0
         self.kept = keep
         self.eof = False
@@ -48,7 +49,7 @@ class _QuoteCounter(io.RawIOBase):
         data = self._stream.read(len(buffer))
         n = len(data)
         buffer[:n] = data
-        self.quotes += data.count(b'"')
+        self.quotes += data.count(self._quote)
         if self.kept is not None:
             self.kept += data
         if not n:
@@ -59,9 +60,10 @@ class _QuoteCounter(io.RawIOBase):
 class _FileLines:
     """The physical lines of a file after its header, read again from the start."""
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, header: bool = True):
         self._file = open(path, encoding="utf-8", errors="replace", newline="")  # noqa: SIM115 - closed with the reader
-        self._file.readline()
+        if header:
+            self._file.readline()
 
     def next_line(self) -> str | None:
         return self._file.readline() or None
@@ -148,11 +150,12 @@ class _RaggedFinder:
     the bytes kept of a stream, as far as the records pyarrow reported (pyarrow does not say
     where they stood)."""
 
-    def __init__(self, lines: _FileLines | _StreamLines, delimiter: str, width: int):
+    def __init__(self, lines: _FileLines | _StreamLines, delimiter: str, width: int, quote: str = '"', first: int = 2):
         self._lines = lines
         self._delimiter = delimiter
+        self._quote = quote
         self._width = width
-        self._line = 2  # where the next record to read starts
+        self._line = first  # where the next record to read starts
 
     def find(self, count: int) -> list[int | None]:
         """The lines of the next ``count`` ragged records (None: not found, e.g. a reading the
@@ -167,7 +170,7 @@ class _RaggedFinder:
                 yield line
 
         base = self._line
-        reader = csv.reader(texts(), delimiter=self._delimiter)
+        reader = csv.reader(texts(), delimiter=self._delimiter, quotechar=self._quote)
         try:
             for record in reader:
                 start = self._line
@@ -198,16 +201,20 @@ class DelimitedReader(RowReader):
         delimiter: str = ",",
         reject: Reject | None = None,
         path: str | None = None,
+        dialect: Any = None,
     ):
         super().__init__(source, reject)
         self._stream = stream
-        self._delimiter = delimiter
+        self._delimiter = dialect.delimiter if dialect is not None and dialect.delimiter else delimiter
+        self._quote = dialect.quote if dialect is not None else '"'
+        self._header = dialect.header if dialect is not None else True
+        self._names = tuple(dialect.names) if dialect is not None else ()
         self._path = path  # a real file can be re-scanned to find the line of a ragged row
         self.columns: list[str] = []
         self._row: Row | None = None  # the row being handed out, and its line
         self._line = 0
         self._raw: str | None = None  # the text of a ragged row being reported
-        self._next_line = 2  # where the next record starts (line 1 is the header)
+        self._next_line = 2 if self._header else 1  # where the next record starts (line 1: the header)
         self._finder: _RaggedFinder | None = None  # finds the lines of ragged records, once one is
         self._pending: deque[tuple[int | None, str]] = deque()  # ragged records placed, not yet reported
 
@@ -224,6 +231,17 @@ class DelimitedReader(RowReader):
         return DelimitedWriter.line_of(self._delimiter, [format_value(v) for v in self._row.values()]).rstrip("\n")
 
     def _read_header(self) -> list[str]:
+        if not self._header:
+            return list(self._names)
+        names = self._header_names()
+        if self._names and names and len(self._names) != len(names):
+            raise InputError(
+                f"--header-names gives {len(self._names)} names; the header has {len(names)} columns",
+                where=Location(self.source, 1),
+            )
+        return list(self._names) if self._names and names else names
+
+    def _header_names(self) -> list[str]:
         line = self._stream.readline()
         if line.startswith(b"\xef\xbb\xbf"):
             line = line[3:]
@@ -234,7 +252,7 @@ class DelimitedReader(RowReader):
         except UnicodeDecodeError as exc:
             raise InputError("invalid UTF-8 in the CSV header", where=Location(self.source, 1)) from exc
         try:
-            names = next(csv.reader([text], delimiter=self._delimiter))
+            names = next(csv.reader([text], delimiter=self._delimiter, quotechar=self._quote))
         except csv.Error as exc:  # a bare CR ends no line here: the whole file reads as one
             raise InputError(
                 f"cannot read the CSV header: {exc}",
@@ -265,7 +283,7 @@ class DelimitedReader(RowReader):
         self.columns = names
         if not names:
             return
-        if self._path is not None and _odd_quotes(self._path):
+        if self._path is not None and _odd_quotes(self._path, self._quote.encode()):
             # Say so before any row: pyarrow would read the open field to the end of the file
             # and the first complaint would be about that value, not the quote.
             raise InputError(
@@ -278,12 +296,15 @@ class DelimitedReader(RowReader):
             ragged.append(row.text)
             return "skip"  # also when failing: the rows before it are converted first
 
-        counted = _QuoteCounter(self._stream, keep=bytearray() if self._path is None else None)
-        lines: _FileLines | _StreamLines = _FileLines(self._path) if self._path is not None else _StreamLines(counted)
-        self._finder = _RaggedFinder(lines, self._delimiter, len(names))
+        counted = _QuoteCounter(
+            self._stream, keep=bytearray() if self._path is None else None, quote=self._quote.encode()
+        )
+        lines: _FileLines | _StreamLines = (
+            _FileLines(self._path, self._header) if self._path is not None else _StreamLines(counted)
+        )
+        self._finder = _RaggedFinder(lines, self._delimiter, len(names), self._quote, self._next_line)
         self._undecodable = False
         hook = sys.unraisablehook
-        self._undecodable = False
 
         def undecodable(unraisable: Any) -> None:
             # pyarrow decodes a ragged row's text before calling on_invalid_row: invalid UTF-8 there
@@ -299,7 +320,10 @@ class DelimitedReader(RowReader):
                 io.BufferedReader(counted, BATCH_BYTES),
                 read_options=pacsv.ReadOptions(column_names=names, block_size=BATCH_BYTES),
                 parse_options=pacsv.ParseOptions(
-                    delimiter=self._delimiter, newlines_in_values=True, invalid_row_handler=on_invalid_row
+                    delimiter=self._delimiter,
+                    quote_char=self._quote,
+                    newlines_in_values=True,
+                    invalid_row_handler=on_invalid_row,
                 ),
                 convert_options=pacsv.ConvertOptions(
                     column_types={n: pa.string() for n in names},
@@ -420,7 +444,7 @@ class DelimitedReader(RowReader):
         if self._path is None:
             return None
         with open(self._path, encoding="utf-8", errors="replace", newline="") as fh:
-            reader = csv.reader(fh, delimiter=self._delimiter, strict=True)
+            reader = csv.reader(fh, delimiter=self._delimiter, quotechar=self._quote, strict=True)
             start = 1
             try:
                 for _ in reader:
@@ -443,12 +467,12 @@ def _newlines_per_row(batch: Any) -> list[int] | None:
     return None if counts is None else counts.to_pylist()
 
 
-def _odd_quotes(path: str) -> bool:
-    """One C-speed pass over a file: is its count of '"' bytes odd?"""
+def _odd_quotes(path: str, quote: bytes = b'"') -> bool:
+    """One C-speed pass over a file: is its count of quote bytes odd?"""
     count = 0
     with open(path, "rb") as fh:
         while block := fh.read(BATCH_BYTES):
-            count += block.count(b'"')
+            count += block.count(quote)
     return count % 2 == 1
 
 

@@ -8,6 +8,7 @@ Maxwell and OGG are ``core.envelopes``. ``auto`` is decided from the first recor
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, BinaryIO
 
 from cdc.core.envelopes.base import EnvelopeOptions
@@ -21,16 +22,80 @@ ENVELOPES = ("debezium", "canal", "maxwell", "ogg")
 
 
 def decoder_for(spec: DecodeSpec, counts: Counts, findings: Any = None) -> Any:
-    """The decoder of ``spec.envelope``; for ``auto``, one that decides at the first event.
-    ``findings``: a command's state findings, where a Debezium decoder reports what it finds."""
+    """The decoder of ``spec.envelope``; for ``auto``, one that decides at the first event. Table
+    patterns (Debezium's) and the one-table rule of a stateful command wrap it (``Gated``); Kafka
+    records (kcat, console-consumer) are taken apart around it (``formats.kafka``). ``findings``:
+    a command's state findings, where a Debezium decoder reports what it finds."""
+    from cdc.formats.kafka import KafkaDecoder, split_metadata
+
+    own, kafka = split_metadata(spec.metadata)
+    if kafka or spec.container != "auto" or own != spec.metadata:
+        inner = decoder_for(replace(spec, metadata=own, container="auto"), counts, findings)
+        return KafkaDecoder(inner, kafka, counts, console=spec.container == "kafka-console")
     if spec.envelope == "auto":
         return AutoDecoder(spec, counts, findings)
+    decoder: Any
     if spec.envelope == "debezium":
         from cdc.formats.debezium import DebeziumDecoder
 
-        return DebeziumDecoder(spec, counts, findings)
-    choose_envelope(spec.envelope, None)  # an unknown name is a usage error
-    return CoreDecoder(spec, counts)
+        decoder = DebeziumDecoder(spec, counts, findings)
+    else:
+        choose_envelope(spec.envelope, None)  # an unknown name is a usage error
+        decoder = CoreDecoder(spec, counts)
+    if spec.envelope == "debezium" and (spec.database_include or spec.table_include):
+        return Gated(decoder, spec, counts)
+    if spec.key or spec.on_truncate == "delete" or spec.one_table:
+        return Gated(decoder, spec, counts)
+    return decoder
+
+
+class Gated:
+    """A decoder behind a ``TableGate``: the events of the included tables (Debezium), and one table
+    only for a command that keeps state; the tables read are listed in ``counts.tables``."""
+
+    def __init__(self, inner: Any, spec: DecodeSpec, counts: Counts):
+        from cdc.core.envelopes.tables import TableGate
+
+        self.inner = inner
+        self.counts = counts
+        self.gate = TableGate(
+            spec.envelope,
+            spec.database_include,
+            spec.table_include,
+            one_table=spec.one_table or bool(spec.key) or spec.on_truncate == "delete",
+            filter_here=spec.envelope == "debezium",
+        )
+        self.gate.tables = counts.tables  # the command's: inspect lists them
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    @property
+    def stateless(self) -> bool:
+        return bool(self.inner.stateless) and not self.gate.one_table
+
+    def decode(self, event: Row | None, raw: bytes = b"") -> list[Row]:
+        if not self.gate.admits(event, self.counts.notes):
+            return []
+        rows: list[Row] = self.inner.decode(event, raw)
+        return rows
+
+    def fast_decode(self) -> Callable[[Row | None, bytes], Any]:
+        inner, admits, notes = self.inner.fast_decode(), self.gate.admits, self.counts.notes
+
+        def decode(event: Row | None, raw: bytes = b"") -> Any:
+            if not admits(event, notes):
+                return []
+            return inner(event, raw)
+
+        return decode
+
+    def reader(self, stream: BinaryIO, source: str, reject: Reject | None = None) -> Any:
+        from cdc.formats.debezium import EnvelopeReader
+
+        reader = EnvelopeReader(stream, source, reject, self)
+        self.gate.where = reader.location
+        return reader
 
 
 class CoreDecoder:
@@ -93,6 +158,7 @@ class AutoDecoder:
         self.counts = counts
         self.findings = findings
         self.chosen: Any = None
+        self.where: Any = None
 
     @property
     def stateless(self) -> bool:
@@ -104,9 +170,9 @@ class AutoDecoder:
                 self.counts.notes["tombstones"] += 1
                 return []
             envelope = choose_envelope("auto", event)
-            from dataclasses import replace
-
             self.chosen = decoder_for(replace(self.spec, envelope=envelope), self.counts, self.findings)
+            if isinstance(self.chosen, Gated) and self.where is not None:
+                self.chosen.gate.where = self.where
         rows: list[Row] = self.chosen.decode(event, raw)
         return rows
 
@@ -119,4 +185,6 @@ class AutoDecoder:
     def reader(self, stream: BinaryIO, source: str, reject: Reject | None = None) -> Any:
         from cdc.formats.debezium import EnvelopeReader
 
-        return EnvelopeReader(stream, source, reject, self)
+        reader = EnvelopeReader(stream, source, reject, self)
+        self.where = reader.location
+        return reader

@@ -232,6 +232,15 @@ def _deep(value: Any) -> bytes:
         return orjson.dumps(_big_ints_as_text(value), default=encode_default)
 
 
+def _array_source(name: str) -> bool:
+    from cdc.formats.json_array import may_be_array
+
+    return may_be_array(name)
+
+
+SCHEMA_KEY = "__cdc_schema"  # formats.stream_schema.KEY, without importing it for every reader
+
+
 class JsonlReader(RowReader):
     """JSON objects, one per line.
 
@@ -247,10 +256,21 @@ class JsonlReader(RowReader):
         self._lines: list[bytes] = []
         self._first = 1  # line number of self._lines[0]
         self._blank = 0  # blank lines skipped (not records)
+        self._elements = -1  # a JSON array's elements read (-1: JSON lines)
+        self.stream_schema: Any = None  # the schema line's (formats.stream_schema), when it has one
+
+    @property  # type: ignore[override]
+    def arrow_schema(self) -> Any:
+        """The types a schema line gave the columns (decimal, timestamp…), for Parquet output."""
+        return self.stream_schema.arrow_schema() if self.stream_schema is not None else None
+
+    @arrow_schema.setter
+    def arrow_schema(self, value: Any) -> None:
+        pass
 
     @property  # type: ignore[override]
     def records(self) -> int:
-        return self.line - self._blank
+        return self._elements if self._elements >= 0 else self.line - self._blank
 
     @records.setter
     def records(self, value: int) -> None:
@@ -274,7 +294,12 @@ class JsonlReader(RowReader):
         """JSON objects, one per line. With ``tombstones``, blank lines and ``null`` yield None
         (Kafka tombstones in a topic dump) instead of being skipped or rejected."""
         line_no = 0
+        convert = None
+        looking = True  # for a schema line (formats.stream_schema): the first record may be one
         for chunk, first in read_chunks(self._stream):
+            if first == 1 and chunk.lstrip(b" \t\r\n")[:1] == b"[" and _array_source(self.source):
+                yield from self._array(chunk, tombstones)
+                return
             loads = loads_for(chunk)
             lines = chunk.split(b"\n")
             if lines[-1] == b"":
@@ -300,7 +325,63 @@ class JsonlReader(RowReader):
                         continue
                     self.bad_record(InputError(not_an_object_message(row, line)))
                     continue
+                if looking:
+                    looking = False
+                    if len(row) == 1 and SCHEMA_KEY in row:
+                        convert = self._schema_line(row)
+                        continue
+                if convert is not None:
+                    try:
+                        row = convert(row)
+                    except InputError as err:
+                        self.bad_record(err)
+                        continue
                 yield row
+
+    def _array(self, head: bytes, tombstones: bool) -> Iterator[Row | None]:
+        """The elements of a JSON array file, each a record at the line where it starts."""
+        from cdc.formats.json_array import Elements, Prefixed
+
+        elements = Elements(Prefixed(head, self._stream))  # type: ignore[arg-type]
+        it = iter(elements)
+        self._elements = 0
+        while True:
+            try:
+                text, line = next(it)
+            except StopIteration:
+                return
+            except InputError as err:
+                self.line = elements.line
+                self._lines, self._first = [b""], self.line
+                self.bad_record(err)
+                return
+            self.line = line
+            self._lines, self._first = [text], line
+            self._elements += 1
+            try:
+                row = loads(text)
+            except ValueError:
+                self.bad_record(InputError(bad_line_message(text)))
+                continue
+            if type(row) is not dict:
+                if row is None and tombstones:
+                    yield None
+                    continue
+                self.bad_record(InputError(not_an_object_message(row, text)))
+                continue
+            yield row
+
+    def _schema_line(self, row: Row) -> Any:
+        """The stream's schema line: not a record; its types convert the rows' values."""
+        from cdc.formats.stream_schema import StreamSchema
+
+        self._blank += 1
+        try:
+            self.stream_schema = StreamSchema.of(row)
+        except InputError as err:
+            self.bad_record(err)
+            return None
+        return self.stream_schema.converter()
 
 
 def bad_line_error(line: bytes, line_no: int) -> InputError:

@@ -84,8 +84,10 @@ def open_reader(
     reject: Reject | None = None,
     on_bytes: OnBytes | None = None,
     readers: dict[str, Callable[..., RowReader]] | None = None,
+    dialect: Any = None,
 ) -> RowReader:
-    """Open one input. ``readers`` adds readers of JSON lines by format name (envelopes)."""
+    """Open one input. ``readers`` adds readers of JSON lines by format name (envelopes);
+    ``dialect`` (``formats.base.CsvDialect``) says how CSV/TSV is written."""
     source = display_name(path)
     if fmt == "parquet" and path != STDIO:  # pyarrow reads the file itself (memory-mapped)
         from cdc.formats.parquet import ParquetReader
@@ -104,7 +106,7 @@ def open_reader(
         from cdc.formats.delimited import DelimitedReader
 
         plain = path != STDIO and stream is raw
-        return DelimitedReader(stream, source, DELIMITERS[fmt], reject, path=path if plain else None)
+        return DelimitedReader(stream, source, DELIMITERS[fmt], reject, path=path if plain else None, dialect=dialect)
     if readers and fmt in readers:
         return readers[fmt](stream, source, reject)
     from cdc.formats.jsonl import JsonlReader
@@ -118,13 +120,14 @@ def open_inputs(
     reject: Reject | None = None,
     on_bytes: OnBytes | None = None,
     readers: dict[str, Callable[..., RowReader]] | None = None,
+    dialect: Any = None,
 ) -> ChainedReader:
     """Several inputs read in order as one stream, each in its format."""
     for path in paths:
         check_input_exists(path)
     return ChainedReader(
         [
-            lambda p=p, f=f: open_reader(p, f, reject, on_bytes, readers)  # type: ignore[misc]
+            lambda p=p, f=f: open_reader(p, f, reject, on_bytes, readers, dialect)  # type: ignore[misc]
             for p, f in zip(paths, formats, strict=True)
         ]
     )

@@ -19,6 +19,13 @@ class ColumnSet:
         self._set = frozenset(self.names)
         self.fixed = True
 
+    def grow(self, row: dict[str, Any]) -> None:
+        """Take a row's new columns after the ones seen (the schema is not written yet: a stream
+        whose table gained a column, ALTER TABLE … ADD COLUMN, earlier rows null)."""
+        if not (row.keys() <= self._set):
+            self.names += [k for k in row if k not in self._set]
+            self._set = frozenset(self.names)
+
     def check(self, row: dict[str, Any]) -> None:
         if not (row.keys() <= self._set):
             new = [k for k in row if k not in self._set]

@@ -2,6 +2,7 @@
 # Fetch what the Flink harness needs, into gitignored folders beside this script:
 #   .flink-venv/   PyFlink (apache-flink from PyPI) + cdc itself, kept apart from cdc's own venv
 #   .jars/flink/   Flink's Kafka SQL connector (one shaded jar), put on PyFlink's pipeline.jars
+#   .jars/gateway/ flink-sql-gateway (not in the wheel) for scaleout/cluster.sh
 #   .jars/kafka/   a Kafka broker (kafka_2.13 and its runtime dependencies) for a local KRaft node
 # Needs: python3 (3.11), Java 11+ (17 here), mvn. Idempotent: what is there is not fetched again.
 set -euo pipefail
@@ -23,7 +24,13 @@ if ! "$here/.flink-venv/bin/python" -c "import cdc" 2>/dev/null; then
   "$here/.flink-venv/bin/pip" install -q -e "$repo"
 fi
 
-mkdir -p "$here/.jars/flink" "$here/.jars/kafka"
+mkdir -p "$here/.jars/flink" "$here/.jars/kafka" "$here/.jars/gateway"
+# The SQL Gateway is not in the wheel's opt/ (only flink-python and flink-sql-client are):
+# scaleout/cluster.sh puts this jar on FLINK_OPT_DIR for bin/sql-gateway.sh.
+if [ -z "$(ls "$here/.jars/gateway"/flink-sql-gateway-*.jar 2>/dev/null)" ]; then
+  mvn -q dependency:copy -Dartifact="org.apache.flink:flink-sql-gateway:${FLINK_VERSION}" \
+      -DoutputDirectory="$here/.jars/gateway"
+fi
 if [ -z "$(ls "$here/.jars/flink"/flink-sql-connector-kafka-*.jar 2>/dev/null)" ]; then
   mvn -q dependency:copy -Dartifact="org.apache.flink:flink-sql-connector-kafka:${KAFKA_CONNECTOR}" \
       -DoutputDirectory="$here/.jars/flink"

@@ -43,6 +43,7 @@ from cdc.core.specs import (
     InspectSpec,
     MaterializeSpec,
     ReplaySpec,
+    Tables,
     ToChangelogSpec,
 )
 from cdc.core.state import Policy
@@ -52,6 +53,8 @@ from cdc.engine.job import Job
 from cdc.engine.plan import PATHS, choose
 from cdc.engine.plan import Path as EnginePath
 from cdc.engine.sinks import ListSink
+from cdc.formats.base import CsvDialect
+from cdc.formats.stream_schema import StreamSchema
 
 # Each command's spec with its required fields, and the fields each field needs to be set with.
 BASE: dict[type, Callable[..., Any]] = {
@@ -76,6 +79,7 @@ def _query(fields: dict[str, Any]) -> AggregateQuery:
 VALUES: dict[tuple[type, str], dict[str, Any]] = {
     (CopySpec, "reads"): {"reads": "changelog"},
     (CopySpec, "kind_column"): {"kind_column": "kind", "reads": "changelog"},
+    (CopySpec, "tables"): {"tables": Tables(table_include="orders"), "reads": "changelog"},
     (FromChangelogSpec, "op_column"): {},
     (FromChangelogSpec, "mapping"): {"mapping": {**DEFAULT_FROM_MAPPING, "upsert": RowKind.UPDATE_AFTER}},
     (FromChangelogSpec, "kind_column"): {"kind_column": "kind"},
@@ -98,6 +102,16 @@ VALUES: dict[tuple[type, str], dict[str, Any]] = {
     (DecodeSpec, "database_include"): {"envelope": "maxwell", "database_include": "shop"},
     (DecodeSpec, "table_include"): {"envelope": "maxwell", "table_include": "orders"},
     (DecodeSpec, "bootstrap"): {"envelope": "maxwell", "bootstrap": "skip"},
+    (DecodeSpec, "one_table"): {"one_table": True},
+    (DecodeSpec, "container"): {"container": "kcat"},
+    (ToChangelogSpec, "tables"): {"tables": Tables(table_include="orders")},
+    (MaterializeSpec, "tables"): {"tables": Tables(table_include="orders")},
+    (MaterializeSpec, "ignore_columns"): {"ignore_columns": ("ts",)},
+    (InspectSpec, "tables"): {"tables": Tables(table_include="orders")},
+    (InspectSpec, "ignore_columns"): {"ignore_columns": ("ts",)},
+    (ReplaySpec, "tables"): {"tables": Tables(table_include="orders")},
+    (ReplaySpec, "ignore_columns"): {"ignore_columns": ("ts",)},
+    (AggregateSpec, "tables"): {"tables": Tables(table_include="orders")},
     (DecodeSpec, "policy"): {"policy": Policy.fail},
     (DecodeSpec, "unavailable_placeholder"): {"unavailable_placeholder": "__n/a__"},
     (DecodeSpec, "live_rows"): {"live_rows": True},
@@ -325,6 +339,12 @@ OPTIONS: dict[str, Callable[[Path], dict[str, Any]]] = {
     "rejects": lambda tmp: {"on_error": OnError.skip, "rejects": str(tmp / "rejects.jsonl")},
     "sink": lambda tmp: {"sink": ListSink()},
     "rows": lambda tmp: {"rows": [{"op": "+I", "id": 1, "v": "a"}]},
+    # read and written by the row path only: every fast path declines them
+    "stream_schema": lambda tmp: {"stream_schema": StreamSchema({"ts": "timestamp"}, ["ts"])},
+    "schema_line": lambda tmp: {"schema_line": True},
+    "container": lambda tmp: {"container": "kcat"},
+    "csv": lambda tmp: {"csv": CsvDialect(delimiter=";")},
+    "arrays": lambda tmp: {"arrays": True},
 }
 
 

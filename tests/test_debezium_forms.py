@@ -102,12 +102,24 @@ def test_without_a_key_a_placeholder_is_a_finding_per_column_and_strict_refuses(
     assert code == 3 and "e.jsonl:1" in err and "'doc'" in err and "--key" in err, err
 
 
-def test_materialize_without_a_key_counts_the_placeholder_findings() -> None:
-    events = FORMS / "toast-full-identity.jsonl"
-    text = events.read_text().replace('"before":{"id":1', '"before":{"id":1,"x":1', 1)
-    assert text  # (the file's update carries a whole before image; this one lacks a column)
-    code, out, err = cdc("inspect", "-i", "debezium", FORMS / "toast-full-identity.jsonl", "--json")
-    assert code == 0 and json.loads(out)["consistency"]["inconsistent_changes"] == 0, err
+def test_stateful_commands_without_a_key_count_the_placeholder_findings(tmp_path: Path) -> None:
+    # An Oracle-style stream: an unchanged LOB is the placeholder in the before image and the
+    # after image alike, so no image holds its value: a finding per column on every command.
+    events = [
+        {"before": None, "after": {"id": 1, "doc": "lob", "n": 1}, "op": "c"},
+        {"before": {"id": 1, "doc": P, "n": 1}, "after": {"id": 1, "doc": P, "n": 2}, "op": "u"},
+    ]
+    src = tmp_path / "e.jsonl"
+    src.write_text("".join(json.dumps(e) + "\n" for e in events))
+    code, out, err = cdc("inspect", "-i", "debezium", src, "--json")
+    report = json.loads(out)["consistency"]
+    assert code == 0 and report["by_finding"].get("unavailable value kept (no --key)") == 2, out
+    code, _, err = cdc("materialize", "-i", "debezium", src)
+    assert code == 0 and "unavailable value kept (no --key) 2" in err and "e.jsonl:2" in err
+    code, _, err = cdc("materialize", "-i", "debezium", src, "--strict")
+    assert code == 3 and "e.jsonl:2" in err and "'doc'" in err
+    code, out, err = cdc("materialize", "-i", "debezium", src, "--key", "id", "--strict")
+    assert code == 0 and parse_jsonl(out) == [{"id": 1, "doc": "lob", "n": 2}], err
 
 
 def test_a_custom_placeholder_and_hex_binary_handling() -> None:
@@ -423,3 +435,28 @@ def test_the_python_api_takes_strict_and_the_placeholder() -> None:
     events = [json.loads(line) for line in (FORMS / "toast-custom-placeholder-hex.jsonl").read_text().splitlines()]
     rows = api.decode(events, envelope="debezium", key="id", unavailable_placeholder="<unchanged>").rows
     assert rows is not None and rows[-1]["bin"] == "000102"
+
+
+def test_every_precision_mode_spells_the_calendar_edges_alike() -> None:
+    # The sentinels per precision mode (PostgresValueConverter; postgresql.adoc): µs and ms
+    # timestamps from PGStatement's DATE_POSITIVE/NEGATIVE_INFINITY, Long.MAX/MIN in nanoseconds
+    # mode; durations past a day in ms, µs and ns; a nanosecond fraction kept.
+    from cdc.formats.logical_types import (
+        date_from_days,
+        time_micros,
+        time_millis,
+        time_nanos,
+        timestamp_micros,
+        timestamp_millis,
+        timestamp_nanos,
+    )
+
+    assert [timestamp_nanos(2**63 - 1), timestamp_nanos(-(2**63))] == ["infinity", "-infinity"]
+    assert [timestamp_millis(9223372036825200), timestamp_micros(-9223372036832400000)] == ["infinity", "-infinity"]
+    assert [date_from_days(2**31 - 1), date_from_days(-(2**31))] == ["infinity", "-infinity"]
+    assert time_millis(-1000) == time_micros(-1_000_000) == time_nanos(-1_000_000_000) == "-00:00:01"
+    assert time_nanos(86_400_000_000_000) == "24:00:00"
+    assert time_nanos(3_020_399_000_000_001) == "838:59:59.000000001"
+    assert time_nanos(-1500) == "-00:00:00.000001500"
+    assert timestamp_nanos(1_500) == "1970-01-01T00:00:00.000001500"
+    assert str(date_from_days(-719163)) == "0000-12-31"  # 1 BC, the day before 0001-01-01

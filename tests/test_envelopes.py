@@ -560,6 +560,8 @@ def test_an_envelope_is_read_wherever_changelog_rows_are() -> None:
     ]
     for report in reports:  # the places differ: a line of the events, a line of the changelog
         del report["inputs"], report["consistency"]["examples"]
+    # the events name their table; the changelog rows do not
+    assert [t["name"] for t in reports[0].pop("tables")] == ["shop.products"]
     assert reports[0] == reports[1]
 
 

@@ -33,10 +33,12 @@ def test_unknown_flink_version_is_a_usage_error() -> None:
         fs.from_changelog_sql("cdc from-changelog", FILE, COLS, "op", DEFAULT, flink_version="2.2")
 
 
-def test_upsert_from_changelog_needs_2_4_and_then_partitions() -> None:
+def test_upsert_from_changelog_is_rows_with_kinds_on_2_3_and_partitions_on_2_4() -> None:
     with pytest.raises(UsageError) as err:
-        fs.from_changelog_sql("cdc", FILE, COLS, "op", UPSERT, ["id"])
-    assert "--flink-version 2.4" in (err.value.hint or "")
+        fs.from_changelog_sql("cdc", FILE, COLS, "op", UPSERT)
+    assert "--key" in (err.value.hint or "")
+    rows = fs.from_changelog_sql("cdc", FILE, COLS, "op", UPSERT, ["id"])
+    assert "FROM FROM_CHANGELOG(" not in rows and "END AS `op`, `id`, `name`\nFROM `cdc_input`;" in rows
     sql = fs.from_changelog_sql("cdc", FILE, COLS, "op", UPSERT, ["id"], flink_version="2.4")
     assert "input => TABLE `cdc_input` PARTITION BY `id`" in sql
     assert "SELECT `id`, `name` FROM FROM_CHANGELOG(" in sql  # cdc's column order, not the key first
@@ -131,9 +133,11 @@ def test_debezium_encode_writes_flinks_split_form_only() -> None:
 
 
 def test_materialize_is_the_changelog_shown_as_a_table() -> None:
-    sql = fs.materialize_sql(FILE, COLS, keys=["id"])
+    sql = fs.materialize_sql(FILE, COLS)
     assert "SET 'sql-client.execution.result-mode' = 'table';" in sql
     assert sql.rstrip().endswith("SELECT `id`, `name` FROM `cdc_changelog`;")
+    keyed = fs.materialize_sql(FILE, COLS, keys=["id"])  # each key's last change, when +I/+U
+    assert keyed.rstrip().endswith("SELECT `id`, `name` FROM `cdc_last`\nWHERE TRIM(`op`) IN ('+I', '+U');")
     sink = fs.Sink("upsert-kafka", topic="t", bootstrap_servers="h:9092", key=["id"])
     parts = statements(fs.materialize_sql(FILE, COLS, keys=["id"], sink=sink))
     assert "PRIMARY KEY (`id`) NOT ENFORCED" in parts[-2] and "'connector' = 'upsert-kafka'" in parts[-2]
@@ -148,20 +152,22 @@ def test_replay_append_is_keep_last_on_event_time() -> None:
     upsert = fs.replay_sql(FILE, cols, ["user"], input_mode="append", order_by="t", emit="upsert")
     assert "op_mapping => MAP['INSERT', '+I', 'UPDATE_AFTER', '+U', 'DELETE', '-D']" in upsert
     with pytest.raises(UsageError, match="event-time"):
-        fs.replay_sql(FILE, {"user": "STRING", "n": "BIGINT"}, ["user"], input_mode="append", order_by="n")
+        fs.replay_sql(FILE, {"user": "STRING", "n": "DOUBLE"}, ["user"], input_mode="append", order_by="n")
 
 
-def test_replay_upsert_reads_upsert_kafka() -> None:
-    with pytest.raises(UsageError, match="upsert-kafka"):
-        fs.replay_sql(FILE, COLS, ["id"], input_mode="upsert")
+def test_replay_upsert_reads_upsert_kafka_or_normalizes_by_lag() -> None:
+    lag = fs.replay_sql(FILE, COLS, ["id"], input_mode="upsert")
+    assert "LAG(`name`) OVER (PARTITION BY `id` ORDER BY `cdc_time`)" in lag
     source = fs.Source("-", "jsonl", connector="upsert-kafka", topic="t", bootstrap_servers="h:9092", key=["id"])
     sql = fs.replay_sql(source, {"id": "BIGINT", "name": "STRING"}, ["id"], input_mode="upsert")
     assert "'connector' = 'upsert-kafka'" in sql and "PRIMARY KEY (`id`) NOT ENFORCED" in sql
     assert "'key.format' = 'json'" in sql and "'value.format' = 'json'" in sql
     with pytest.raises(UsageError, match="delete-when"):
         fs.replay_sql(source, COLS, ["id"], input_mode="upsert", delete_when=("__deleted", "true"))
-    with pytest.raises(UsageError, match="primary key"):
-        fs.replay_sql(FILE, COLS, ["id"], input_mode="changelog")
+    changelog = fs.replay_sql(FILE, COLS, ["id"], input_mode="changelog")
+    assert "WHERE `op` IS NULL OR TRIM(`op`) <> '-U'" in changelog
+    with pytest.raises(UsageError, match="kind column 'op'"):
+        fs.replay_sql(FILE, {"id": "BIGINT", "name": "STRING"}, ["id"], input_mode="changelog")
 
 
 def test_aggregate_is_a_group_by() -> None:

@@ -118,7 +118,9 @@ class Inspect:
     def finish(self, sink: Any) -> None:
         from cdc.engine.tables import metadata_of
 
-        profile = Profile(self.spec.key, self.spec.time_column, metadata_of(self.spec))
+        profile = Profile(
+            self.spec.key, self.spec.time_column, metadata_of(self.spec), frozenset(self.spec.ignore_columns)
+        )
         profile.state = self.table.summary()
         self._fill(profile)
         profile.distinct_keys = KeyCount(len(self.keys) if self.keys is not None else 0)  # type: ignore[assignment]

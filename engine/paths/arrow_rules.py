@@ -554,7 +554,38 @@ class KeyedMaterialize(Materialize):
     change before it other than a ``-U``."""
 
     def apply(self, table: Any, offset: int, sink: Any) -> bool:
-        work = self._with_state(table, offset)
+        """The chunk applied to the carried rows of the keys it holds only: the others (most of a
+        big table) are set aside and joined again after, not sorted with every chunk (10M keys:
+        each of 21 chunks sorted the whole table)."""
+        split = self._split(table)
+        if split is None:
+            return self._apply(self._with_state(table, offset))
+        touched, untouched = split
+        whole = self.state
+        if not self._apply(self._with_state(table, offset, state=touched)):
+            self.state = whole  # as it was: the row path takes it from here
+            return False
+        after = self.state
+        if after is not None and len(after):
+            if untouched.schema != after.schema:
+                untouched = untouched.cast(after.schema)
+            untouched = _pa().concat_tables([untouched, after])
+        self.state = untouched
+        return True
+
+    def _split(self, table: Any) -> tuple[Any, Any] | None:
+        """The carried rows of the chunk's keys, and the others (None: not worth it, or a key
+        of several columns)."""
+        state = self.state
+        if state is None or len(state) <= len(table) or len(self.spec.key) != 1:
+            return None
+        new, old = _grouping_columns(table, self.spec.key), _grouping_columns(state, self.spec.key)
+        if len(new) != 1 or len(old) != 1 or new[0].type != old[0].type:
+            return None
+        mask = pc.is_in(old[0], pc.call("unique", new[0]))
+        return state.filter(mask), state.filter(pc.invert(mask))
+
+    def _apply(self, work: Any) -> bool:
         order, groups = grouped(work, self.spec.key)
         kinds = pc.take(column(work, STATE_KIND), order)
         if self.spec.dedup:

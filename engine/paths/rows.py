@@ -52,6 +52,9 @@ class Steps:
     # What keeps the first input rows for it (``transformed`` hands them over).
     examples: Examples | None = None
     writes: bool = True  # False: a report, no output rows (inspect)
+    # A table whose rows differ in columns (ADD COLUMN mid-stream) comes out as rows of all of
+    # them, where the format fixes its columns; JSON lines keep each row as written (every path).
+    fill: bool = True
 
 
 def steps_for(spec: Any, result: Result, where: Where) -> Steps:
@@ -135,11 +138,12 @@ def _materialize(spec: MaterializeSpec, result: Result, where: Where) -> Steps:
     def empty(declared: Sequence[str] | None) -> Empty | None:
         return empty_result(spec, declared, examples, state.metadata)
 
-    return Steps(step, lambda: table_rows(state, spec), empty=empty, examples=examples)
+    steps = Steps(step, lambda: table_rows(state, spec, steps.fill), empty=empty, examples=examples)
+    return steps
 
 
 def _inspect(spec: InspectSpec, result: Result, where: Where) -> Steps:
-    profile = result.detail = Profile(spec.key, spec.time_column, metadata_of(spec))
+    profile = result.detail = Profile(spec.key, spec.time_column, metadata_of(spec), frozenset(spec.ignore_columns))
     add, kind_column = profile.add, spec.kind_column
 
     def step(row: Row) -> tuple[()]:
@@ -328,6 +332,7 @@ def run(job: Job, current: Session) -> Result:
     result = Result(path="rows")
     opened: list[RowReader] = []
     steps = steps_for(job.spec, result, lambda: opened[0].location())
+    steps.fill = job.out_format != "jsonl"
     reader = open_rows(job, current.reject, current.on_bytes, result.counts, _findings_of(result))
     opened.append(reader)
     current.where = reader.location

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import io
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, MutableSequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from cdc.engine.empty import Empty
@@ -26,26 +26,51 @@ IN_FLIGHT = 3  # blocks parsed ahead of the writer
 
 
 def takes(job: Job) -> bool:
-    """Parquet out, every column, in first-insertion order, to the job's output."""
-    return job.writes_bytes and job.out_format == "parquet" and not job.columns and not job.spec.sort
+    """Parquet out, every column, in first-insertion order, to a file (which a table whose rows
+    gain a column late can be written to again: see ``write_parquet``)."""
+    from cdc.formats.streams import STDIO
+
+    return (
+        job.writes_bytes
+        and job.out_format == "parquet"
+        and not job.columns
+        and not job.spec.sort
+        and job.output != STDIO
+    )
 
 
-def write_parquet(
-    job: Job, current: Session, texts: MutableSequence[bytes | None], empty: Callable[[], Empty | None]
-) -> int:
-    """Write the rows ``texts`` hold (JSON objects, compact) as Parquet; returns how many. The
-    list's items are set to None as they are taken."""
+class Uneven(Exception):
+    """A row with a column the first rows lack: the table is the union of its rows' columns."""
+
+
+def write_parquet(job: Job, current: Session, texts: Sequence[bytes], empty: Callable[[], Empty | None]) -> int:
+    """Write the rows ``texts`` hold (JSON objects, compact) as Parquet; returns how many. A row
+    with a column the first rows lack (which a block read against their schema finds) makes the
+    file again from the start, the row path's way: the table is the union of its rows' columns."""
     from cdc.formats.parquet.io import BATCH_ROWS
 
     def blocks() -> Iterator[bytes]:
         total = len(texts)
         for start in range(0, total, BATCH_ROWS):
-            stop = min(start + BATCH_ROWS, total)
-            block = b"\n".join(texts[start:stop])  # type: ignore[arg-type]
-            texts[start:stop] = [None] * (stop - start)
-            yield block
+            yield b"\n".join(texts[start : min(start + BATCH_ROWS, total)])  # type: ignore[arg-type]
 
-    return write_blocks(job, current, blocks(), empty)
+    try:
+        return write_blocks(job, current, blocks(), empty)
+    except Uneven:
+        output = current.output
+        if output is None or not output.atomic:
+            raise AssertionError("texts_parquet takes files only") from None
+        from cdc.engine.tables import all_columns, write_rows
+        from cdc.formats.jsonl import loads_for
+        from cdc.formats.streams import Output
+
+        output.abort()  # begun again the row path's way: every row, the union of their columns
+        current.output = Output(job.output)
+
+        def rows() -> Iterator[Any]:
+            return (loads_for(t)(t) for t in texts)  # type: ignore[arg-type]
+
+        return write_rows(job, current, all_columns(rows(), rows), empty=empty)
 
 
 def write_blocks(job: Job, current: Session, blocks: Iterable[bytes], empty: Callable[[], Empty | None]) -> int:
@@ -59,11 +84,20 @@ def write_blocks(job: Job, current: Session, blocks: Iterable[bytes], empty: Cal
     pool: Any = None
     pending: deque[tuple[Any, bytes]] = deque()
 
+    def by_rows(block: bytes) -> None:
+        rows = list(_rows(block))
+        fixed = writer.fixed_schema
+        if fixed is not None:
+            names = set(fixed.names)
+            if any(not (row.keys() <= names) for row in rows):
+                raise Uneven
+        writer.write_rows(rows)
+
     def drain_one() -> None:
         future, block = pending.popleft()
         table = future.result()
         if table is None:
-            writer.write_rows(_rows(block))
+            by_rows(block)
         else:
             writer.write_table(table)
 
@@ -80,7 +114,7 @@ def write_blocks(job: Job, current: Session, blocks: Iterable[bytes], empty: Cal
                     pool = ThreadPoolExecutor(2, thread_name_prefix="cdc-json")
                 continue
             if pool is None:
-                writer.write_rows(_rows(block))
+                by_rows(block)
                 continue
             pending.append((pool.submit(_read, block, rows, schema), block))
             while len(pending) > IN_FLIGHT:

@@ -169,6 +169,7 @@ class ParquetWriter:
     ):
         self._stream = stream
         self._columns = ColumnSet(columns)
+        self._named = bool(columns)  # --columns: exactly these; else the rows' own, grown until written
         self._hints = type_hints or {}
         self._batch_rows = batch_rows or BATCH_ROWS  # the rows that fix the schema, and a row group
         self._buffer: list[Row] = []
@@ -182,6 +183,8 @@ class ParquetWriter:
         for row in rows:
             if not columns.fixed:
                 columns.fix(row)
+            if self._schema is None and not self._named:
+                columns.grow(row)
             columns.check(row)
             buffer.append(row)
             if len(buffer) >= self._batch_rows:

@@ -51,6 +51,15 @@ class Chunk:
         self.reject(err.located(self.where(line)), self.raw(offset))
 
 
+class HandOver(Exception):  # noqa: N818 - a signal, not an error
+    """Raised by a handle: the kernel stops at this record (line, byte offset in its chunk) and
+    the general way takes it and the rest."""
+
+    def __init__(self, line: int, offset: int, kind: str):
+        super().__init__(line, offset, kind)
+        self.line, self.offset, self.kind = line, offset, kind
+
+
 class Engine:
     """One command's state: the kernel's State while it lasts, the core's after a hand-over."""
 
@@ -72,6 +81,10 @@ class Engine:
         raise NotImplementedError
 
     def hand_over(self) -> None:
+        raise NotImplementedError
+
+    def undo(self, kind: str) -> None:
+        """After a ``HandOver``: the stopped record, counted by the kernel, is not applied yet."""
         raise NotImplementedError
 
     def step(self, row: Row, where: Location) -> None:

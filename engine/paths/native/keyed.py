@@ -71,9 +71,10 @@ def run(job: Job, current: Session) -> Result:
     if texts is not None and as_lines:
         result.counts.written = write_texts(job, current, texts)
     elif texts is not None:
-        result.counts.written = texts_parquet.write_parquet(job, current, texts, empty)  # type: ignore[arg-type]
+        result.counts.written = texts_parquet.write_parquet(job, current, texts, empty)
     else:
-        result.counts.written = write_rows(job, current, table_rows(state, spec), empty=empty)
+        rows = table_rows(state, spec, job.out_format != "jsonl")
+        result.counts.written = write_rows(job, current, rows, empty=empty)
     result_skips(current, result)
     return result
 

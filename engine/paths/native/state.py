@@ -32,7 +32,7 @@ from cdc.core.errors import InputError, Location
 from cdc.core.model import Reject, Row
 from cdc.core.profile import Profile
 from cdc.core.replay import KeyedReplay, ReplayCounts, Replayer
-from cdc.core.rowstore import row_identity
+from cdc.core.rowstore import row_identity, same_row
 from cdc.core.specs import AggregateSpec, EncodeSpec, InspectSpec, MaterializeSpec, ReplaySpec
 from cdc.core.state import KeyedState, MultisetState, TableState
 from cdc.core.timeorder import TimePoint, as_number, sort_key
@@ -72,6 +72,7 @@ from cdc.engine.paths.native.base import (
     RETRACTED,
     Chunk,
     Engine,
+    HandOver,
     _row,
     _spellings,
 )
@@ -260,7 +261,14 @@ class StateLines:
         the rest of the chunk went the general way)."""
         if self.engine.kernel is None:  # handed over while this chunk was parsed: cannot be (drained first)
             raise AssertionError("records for a state handed over")
-        stop = self.engine.apply(packed, at)
+        try:
+            stop = self.engine.apply(packed, at)
+        except HandOver as stopped:  # the kernel left the record undone: the general way takes it
+            self.records += stopped.line
+            self.engine.hand_over()
+            self.engine.undo(stopped.kind)
+            self._general(at, stopped.offset, at.first_line + stopped.line)
+            return False
         if stop is None:
             self.records += lines
             return True
@@ -395,7 +403,12 @@ class TableEngine(Engine):
 
     def handle(self, code: int, line: int, offset: int, kind: str, a: bytes | None, b: bytes | None, at: Chunk) -> int:
         if code == H_EQUAL:
-            return int(_row(a) == _row(b))
+            return int(same_row(_row(a), _row(b)))
+        if code == H_ABSENT and not self.key:
+            # The kernel finds a multiset's row by its text: a retraction whose image names a
+            # column as null that the stored row lacks (or the reverse: ALTER TABLE … ADD COLUMN
+            # mid-stream) is the same row to the core. The general way takes it from here.
+            raise HandOver(line, offset, kind)
         if code in (H_EXISTS, H_ABSENT, H_DIFFERS):
             return self._finding(kind, a, _row(b), line, offset, at)
         raise AssertionError(f"the kernel asked {code}")
@@ -406,11 +419,11 @@ class TableEngine(Engine):
         table = self.table
         copy: TableState
         if isinstance(table, KeyedState):
-            copy = KeyedState(table.key, table.findings, table.dedup, table.metadata)
+            copy = KeyedState(table.key, table.findings, table.dedup, table.metadata, table.ignored)
             if stored is not None:
                 copy.load(_row(stored))
         else:
-            copy = MultisetState(table.findings, metadata=table.metadata)
+            copy = MultisetState(table.findings, metadata=table.metadata, ignored=table.ignored)
         where = at.where(line)
         try:
             copy.apply(kind, image, lambda: where)
@@ -441,15 +454,20 @@ class TableEngine(Engine):
             rows = table.table.rows
             for _, row, _, count in self.kernel.items():
                 parsed = _row(row)
-                rows[row_identity(parsed, table.metadata)] = [parsed, count]
+                rows[row_identity(parsed, table.unmatched)] = [parsed, count]
             previous = self.kernel.previous()
             if previous is not None:
-                table._previous = (KINDS[previous[0]], row_identity(_row(previous[1]), table.metadata))
+                table._previous = (KINDS[previous[0]], row_identity(_row(previous[1]), table.unmatched))
 
     def hand_over(self) -> None:
         self._load_counters()
         self._load_rows()
         self.kernel = None
+
+    def undo(self, kind: str) -> None:
+        self.table.by_kind[kind] -= 1
+        if isinstance(self.table, MultisetState):
+            self.table._previous = None  # the kernel took the stopped record for the previous one
 
     def step(self, row: Row, where: Location) -> None:
         kind, image = split_change(row, self.kc)
@@ -483,13 +501,16 @@ class MaterializeEngine(TableEngine):
         else:
             self.hand_over()
 
+    def _rows(self, job: Job) -> Any:
+        return table_rows(self.table, self.spec, job.out_format != "jsonl")
+
     def result(self, result: Result, job: Job, current: Session) -> None:
         result.detail = self.table
         if self.texts is not None:
             result.counts.written = write_texts(job, current, self.texts)
         else:
             empty = partial(empty_result, self.spec, None, self.examples, self.table.metadata)
-            result.counts.written = write_rows(job, current, table_rows(self.table, self.spec), empty=empty)
+            result.counts.written = write_rows(job, current, self._rows(job), empty=empty)
 
 
 class _Sized(set[Any]):
@@ -523,7 +544,7 @@ class _CountedTable(TableState):
 class InspectEngine(TableEngine):
     def __init__(self, spec: InspectSpec):
         self.spec = spec
-        self.profile = Profile(spec.key, spec.time_column, metadata_of(spec))
+        self.profile = Profile(spec.key, spec.time_column, metadata_of(spec), frozenset(spec.ignore_columns))
         flags = (F_KEEP if spec.key else 0) | (F_TIME if spec.time_column is not None else 0)
         extras = (spec.time_column,) if spec.time_column is not None else ()
         super().__init__(spec.kind_column, spec.key, self.profile.state, flags, extras)
@@ -554,6 +575,10 @@ class InspectEngine(TableEngine):
             self.profile.distinct_keys = {key_of(_row(row)) for _, row, _, _ in self.kernel.items()}
         self._load_rows()
         self.kernel = None
+
+    def undo(self, kind: str) -> None:
+        super().undo(kind)
+        self.profile.changes -= 1
 
     def step(self, row: Row, where: Location) -> None:
         kind, image = split_change(row, self.kc)
@@ -633,7 +658,7 @@ class ReplayEngine(Engine):
 
         def handle(code: int, line: int, offset: int, kind: int, a: bytes | None, b: bytes | None) -> int:
             if code == H_EQUAL:
-                return int(_row(a) == _row(b))
+                return int(same_row(_row(a), _row(b)))
             if code == H_LATE:
                 return int(TimePoint(_row(a)).compare(_row(b)) < 0)
             if code == H_WINDOW:

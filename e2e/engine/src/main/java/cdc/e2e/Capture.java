@@ -39,6 +39,13 @@ import java.util.concurrent.TimeUnit;
  *   <li>{@code capture.converters}: comma list of converter settings to write, each one of
  *       {@code schema} (schemas.enable=true, decimal.format=BASE64 — Kafka's defaults),
  *       {@code noschema} (schemas.enable=false), {@code numeric} (schemas.enable=true, decimal.format=NUMERIC).</li>
+ *   <li>{@code capture.all}: {@code true} also writes every record of every topic — the tables', the
+ *       transaction BEGIN/END records, heartbeats and schema changes — to one file per converter
+ *       setting, {@code all.<setting>.jsonl}, as a single-topic router or an S3 sink would; and the
+ *       same records as Kafka dumps people make: {@code all.kcat.jsonl} ({@code kcat -J}: one JSON
+ *       object per message, key and payload as JSON text) and {@code all.console.txt}
+ *       ({@code kafka-console-consumer --property print.key=true}: KEY, a tab, VALUE), both from the
+ *       first converter setting.</li>
  *   <li>{@code capture.marker.table}: the table whose inserts are checkpoints: when a row of it
  *       arrives (snapshot or insert), all files are flushed and {@code checkpoints.jsonl} gets
  *       {@code {"n": N, "lines": {"file": count, ...}}} — the exact prefix of every file up to it.</li>
@@ -52,6 +59,9 @@ public final class Capture {
         final Path out;
         final String markerTable;
         final Map<String, JsonConverter> converters = new LinkedHashMap<>();
+        final Map<String, JsonConverter> keyConverters = new LinkedHashMap<>();
+        final boolean all;
+        long offset = 0;
         final Map<String, Writer> writers = new HashMap<>();
         final Map<String, Long> lines = new LinkedHashMap<>();
         final Writer checkpoints;
@@ -60,6 +70,7 @@ public final class Capture {
             out = Path.of(props.getProperty("capture.out"));
             Files.createDirectories(out);
             markerTable = props.getProperty("capture.marker.table", "cdc_marker");
+            all = Boolean.parseBoolean(props.getProperty("capture.all", "false"));
             for (String name : props.getProperty("capture.converters", "schema").split(",")) {
                 name = name.trim();
                 Map<String, Object> cfg = new HashMap<>();
@@ -73,6 +84,11 @@ public final class Capture {
                 JsonConverter converter = new JsonConverter();
                 converter.configure(cfg, false);
                 converters.put(name, converter);
+                Map<String, Object> keyCfg = new HashMap<>(cfg);
+                keyCfg.put("converter.type", "key");
+                JsonConverter keyConverter = new JsonConverter();
+                keyConverter.configure(keyCfg, true);
+                keyConverters.put(name, keyConverter);
             }
             checkpoints = Files.newBufferedWriter(out.resolve("checkpoints.jsonl"), StandardCharsets.UTF_8,
                     StandardOpenOption.CREATE, StandardOpenOption.TRUNCATE_EXISTING, StandardOpenOption.WRITE);
@@ -84,27 +100,80 @@ public final class Capture {
             return parts.length == 3 ? parts[2] : null;
         }
 
+        Writer writer(String file) throws IOException {
+            Writer w = writers.get(file);
+            if (w == null) {
+                w = new BufferedWriter(Files.newBufferedWriter(out.resolve(file), StandardCharsets.UTF_8,
+                        StandardOpenOption.CREATE, StandardOpenOption.TRUNCATE_EXISTING, StandardOpenOption.WRITE), 1 << 16);
+                writers.put(file, w);
+                lines.put(file, 0L);
+            }
+            return w;
+        }
+
+        void line(String file, String text) throws IOException {
+            Writer w = writer(file);
+            w.write(text);
+            w.write('\n');
+            lines.merge(file, 1L, Long::sum);
+        }
+
+        static String jsonString(String text) {
+            if (text == null) return "null";
+            StringBuilder sb = new StringBuilder("\"");
+            for (int i = 0; i < text.length(); i++) {
+                char ch = text.charAt(i);
+                switch (ch) {
+                    case '"' -> sb.append("\\\"");
+                    case '\\' -> sb.append("\\\\");
+                    case '\n' -> sb.append("\\n");
+                    case '\r' -> sb.append("\\r");
+                    case '\t' -> sb.append("\\t");
+                    default -> {
+                        if (ch < 0x20) sb.append(String.format("\\u%04x", (int) ch));
+                        else sb.append(ch);
+                    }
+                }
+            }
+            return sb.append('"').toString();
+        }
+
+        void writeAll(SourceRecord record) throws IOException {
+            boolean first = true;
+            for (Map.Entry<String, JsonConverter> c : converters.entrySet()) {
+                byte[] value = c.getValue().fromConnectData(record.topic(), record.valueSchema(), record.value());
+                String v = value == null ? null : new String(value, StandardCharsets.UTF_8);
+                line("all." + c.getKey() + ".jsonl", v == null ? "null" : v);
+                if (first) {
+                    first = false;
+                    byte[] key = keyConverters.get(c.getKey()).fromConnectData(record.topic(), record.keySchema(), record.key());
+                    String k = key == null ? null : new String(key, StandardCharsets.UTF_8);
+                    long ts = record.timestamp() != null ? record.timestamp() : System.currentTimeMillis();
+                    line("all.kcat.jsonl", "{\"topic\":" + jsonString(record.topic()) + ",\"partition\":0,\"offset\":" + offset
+                            + ",\"tstype\":\"create\",\"ts\":" + ts + ",\"broker\":0,\"key\":" + jsonString(k)
+                            + ",\"payload\":" + jsonString(v) + "}");
+                    line("all.console.txt", (k == null ? "null" : k) + "\t" + (v == null ? "null" : v));
+                    offset++;
+                }
+            }
+        }
+
         synchronized void write(SourceRecord record) throws IOException {
+            if (all) {
+                writeAll(record);
+            }
             String table = table(record.topic());
             if (table == null) {
                 return; // schema-change, heartbeat or transaction topics: not table changes
             }
             for (Map.Entry<String, JsonConverter> c : converters.entrySet()) {
-                String file = table + "." + c.getKey() + ".jsonl";
-                Writer w = writers.get(file);
-                if (w == null) {
-                    w = new BufferedWriter(Files.newBufferedWriter(out.resolve(file), StandardCharsets.UTF_8,
-                            StandardOpenOption.CREATE, StandardOpenOption.TRUNCATE_EXISTING, StandardOpenOption.WRITE), 1 << 16);
-                    writers.put(file, w);
-                    lines.put(file, 0L);
-                }
                 byte[] value = c.getValue().fromConnectData(record.topic(), record.valueSchema(), record.value());
-                w.write(value == null ? "null" : new String(value, StandardCharsets.UTF_8));
-                w.write('\n');
-                lines.merge(file, 1L, Long::sum);
+                line(table + "." + c.getKey() + ".jsonl", value == null ? "null" : new String(value, StandardCharsets.UTF_8));
             }
             if (table.equals(markerTable) && record.value() instanceof Struct v) {
-                Struct after = v.schema().field("after") != null ? v.getStruct("after") : null;
+                // an envelope's after image, or the row itself once ExtractNewRecordState flattened it
+                Struct after = v.schema().field("after") != null ? v.getStruct("after")
+                        : v.schema().field("n") != null ? v : null;
                 if (after != null) {
                     checkpoint(((Number) after.get("n")).longValue());
                 }
