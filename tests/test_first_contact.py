@@ -381,7 +381,7 @@ def test_11_a_misfit_is_named_at_its_input_line_on_every_path(tmp_path: Path) ->
         assert result.returncode == 3, path
         assert f"{mixed}:3: column 'id' mixes integer and text \"x\"".encode() in result.stderr, (path, result.stderr)
     piped = run_cdc(["to-changelog", "--drop", "UPDATE_BEFORE", "-f", "parquet"], stdin=mixed.read_bytes())
-    assert b"<output>: row 2: column 'id' mixes" in piped.stderr  # stdin is not read twice: the output's row
+    assert b"<stdin>:3: column 'id' mixes" in piped.stderr  # stdin is not read twice: the places are kept
 
 
 def test_11_no_parquet_type_holds_an_integer_past_76_digits(tmp_path: Path) -> None:
