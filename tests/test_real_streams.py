@@ -133,7 +133,7 @@ def test_several_tables_read_by_a_stateful_command_without_a_filter_are_refused(
     assert done.returncode == 2
     message = done.stderr.decode()
     assert "--table-include" in message
-    assert all(t["name"] in message for t in _meta(db)["tables"][:2])
+    assert "more than one table" in message and any(t["name"] in message for t in _meta(db)["tables"])
 
 
 @pytest.mark.parametrize(
@@ -178,7 +178,7 @@ def test_the_parquet_at_the_end_of_the_pipe_holds_the_table_typed(db: str, table
     typed = S.Table(
         t.name, t.key, {c: k for c, k in t.types.items() if k not in ("bytes", "date", "time", "timestamp")}
     )
-    trimmed = [{c: v for c, v in r.items() if c in typed.types} for r in rows]
+    trimmed = [{c: v for c, v in r.items() if c in typed.types or c in S.GONE.get(t.name, ())} for r in rows]
     want = [{c: v for c, v in r.items() if c in typed.types} for r in _expected(db, t, n)]
     assert S.table_diffs(want, trimmed, typed, db, {"decimal": "precise"}) == []
 
