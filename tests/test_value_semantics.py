@@ -289,11 +289,6 @@ def test_the_typed_changelogs_above_run_on_the_arrow_path(tmp_path: Path) -> Non
     _same_as_rows(["replay", str(changelog), "--key", "k", *out], "arrow-state")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="found by this file, not fixed here (engine/paths/arrow_replay.py): replay's -D writes its own "
-    "image where it equals the stored row, but 0.0 == -0.0 are equal values written apart",
-)
 def test_replay_on_arrow_writes_a_deletes_stored_row_even_when_it_differs_only_in_a_zeros_sign(
     tmp_path: Path,
 ) -> None:

@@ -254,6 +254,11 @@ class Replay(ChangeRules):
         """Whether each of these -D rows holds the very values of the row it deletes."""
         if not pc.any(deletes).as_py():
             return True
+        import pyarrow as pa
+
+        # equal is not identical for floats (0.0 == -0.0): the stored row's own values are written
+        if any(pa.types.is_floating(work.schema.field(c).type) for c in self.images):
+            return False
         at = pc.indices_nonzero(deletes)
         return bool(pc.all(rows_equal(work, pc.take(rows, at), pc.take(stored, at), self.unkeyed)).as_py())
 
