@@ -635,6 +635,8 @@ class ScenarioRun(H.Run):
                 for col, kind in self.types_at[final][t.name].items():
                     if kind == "bytes" and isinstance(r.get(col), str) and r[col].startswith("b'"):
                         r[col] = None  # bytes shown by default=str: compared through JSON lines above
+                    if kind == "decimal" and isinstance(r.get(col), str):
+                        r[col] = Decimal(r[col])  # a decimal128 value, shown as text by default=str
             tt = Table(t.name, t.key, {c: k for c, k in self.types_at[final][t.name].items() if k != "bytes"})
             diffs += table_diffs(
                 [{c: v for c, v in r.items() if c in tt.types} for r in H.read_rows(self.expected[final][t.name])],
