@@ -640,7 +640,7 @@ class ScenarioRun(H.Run):
             tt = Table(t.name, t.key, {c: k for c, k in self.types_at[final][t.name].items() if k != "bytes"})
             diffs += table_diffs(
                 [{c: v for c, v in r.items() if c in tt.types} for r in H.read_rows(self.expected[final][t.name])],
-                [{c: v for c, v in r.items() if c in tt.types} for r in rows],
+                [{c: v for c, v in r.items() if c in tt.types or c in GONE.get(t.name, ())} for r in rows],
                 tt,
                 self.db.name,
                 {"decimal": "precise"},
