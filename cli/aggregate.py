@@ -16,7 +16,7 @@ from cdc.engine.job import Result
 PANEL = "Query"
 
 
-@o.cdc_command(o.INPUT, o.OUTPUT, o.ERRORS, o.REPORT, o.SQL, o.CSV_IN, o.TABLES)
+@o.cdc_command(o.INPUT, o.OUTPUT, o.ERRORS, o.REPORT, o.SQL, o.CSV_IN, o.TABLES, o.AVRO_IN)
 def command(
     common: o.Common,
     group_by: Annotated[

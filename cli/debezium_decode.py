@@ -21,7 +21,7 @@ from cdc.cli.running import call
 from cdc.engine import api
 
 
-@o.cdc_command(o.INPUT, o.OUTPUT, o.ERRORS, o.REPORT, o.SQL)
+@o.cdc_command(o.INPUT, o.OUTPUT, o.ERRORS, o.REPORT, o.SQL, o.AVRO_IN)
 def command(
     common: o.Common,
     key: Key = None,

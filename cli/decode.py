@@ -138,7 +138,7 @@ def report_decode_findings(command: str, notes: Any) -> None:
         say(f"cdc: {command}: warning: {total} finding(s): {kinds}; --strict stops at the first")
 
 
-@o.cdc_command(o.INPUT, o.OUTPUT, o.ERRORS, o.REPORT, o.SQL)
+@o.cdc_command(o.INPUT, o.OUTPUT, o.ERRORS, o.REPORT, o.SQL, o.AVRO_IN)
 def command(
     common: o.Common,
     envelope: Annotated[

@@ -14,7 +14,7 @@ from cdc.engine import api
 from cdc.formats.jsonl import encode_default
 
 
-@o.cdc_command(o.INPUT, o.ERRORS, o.REPORT, o.SQL, o.CSV_IN, o.TABLES)
+@o.cdc_command(o.INPUT, o.ERRORS, o.REPORT, o.SQL, o.CSV_IN, o.TABLES, o.AVRO_IN)
 def command(
     common: o.Common,
     key: o.KeyOpt = None,

@@ -78,6 +78,9 @@ class Common:
     quote_char: str | None = None
     no_header: bool = False
     header_names: str | None = None
+    schema_registry: str | None = None
+    schema_registry_auth: str | None = None
+    schemas: str | None = None
 
 
 @dataclass(frozen=True)
@@ -417,6 +420,54 @@ TABLES = Group(
                     help="Only the table matching this regular expression, whole: the table, or "
                     "db.table / schema.table / db.schema.table. A stream of several tables needs it.",
                     rich_help_panel=TABLES_PANEL,
+                    show_default=False,
+                ),
+            ],
+            None,
+        ),
+    )
+)
+AVRO_PANEL = "Debezium events in Avro"
+AVRO_IN = Group(
+    (
+        (
+            "schema_registry",
+            Annotated[
+                str | None,
+                typer.Option(
+                    "--schema-registry",
+                    metavar="URL",
+                    help="Confluent wire-format messages (magic byte 0 + schema id): fetch each schema id "
+                    "from this schema registry (GET /schemas/ids/ID, once per id).",
+                    rich_help_panel=AVRO_PANEL,
+                    show_default=False,
+                ),
+            ],
+            None,
+        ),
+        (
+            "schema_registry_auth",
+            Annotated[
+                str | None,
+                typer.Option(
+                    "--schema-registry-auth",
+                    metavar="USER:PASSWORD",
+                    help="The registry's basic-auth credentials (else CDC_SCHEMA_REGISTRY_AUTH); never printed.",
+                    rich_help_panel=AVRO_PANEL,
+                    show_default=False,
+                ),
+            ],
+            None,
+        ),
+        (
+            "schemas",
+            Annotated[
+                str | None,
+                typer.Option(
+                    "--schemas",
+                    metavar="DIR",
+                    help="Wire-format messages' schemas from a folder of ID.avsc files (offline, CI).",
+                    rich_help_panel=AVRO_PANEL,
                     show_default=False,
                 ),
             ],

@@ -152,6 +152,7 @@ class _IO:
         self.limits: dict[str, Any] = {}  # memory_limit and temp_dir of a job that may spill
         self.csv: Any = None  # how CSV input is written (formats.base.CsvDialect)
         self.tables: Any = None  # the tables of change events read on the way in (core.specs.Tables)
+        self.avro: Any = None  # where Avro events' schemas come from (formats.schema_registry.SchemaSources)
 
     @classmethod
     def of(cls, values: Mapping[str, Any]) -> _IO:
@@ -171,6 +172,13 @@ class _IO:
 
             delimiter = {"tab": "\t", "\\t": "\t"}.get(csv[0] or "", csv[0])
             io.csv = CsvDialect(delimiter, csv[1] or '"', not csv[2], _names(csv[3]))
+        avro = [values.get(n) for n in ("schema_registry", "schema_registry_auth", "schemas")]
+        if any(v is not None for v in avro):
+            from cdc.formats.schema_registry import SchemaSources
+
+            if avro[1] is not None and avro[0] is None:
+                raise UsageError("--schema-registry-auth goes with --schema-registry URL")
+            io.avro = SchemaSources(avro[0], avro[1], os.fspath(avro[2]) if avro[2] is not None else None)
         if "envelope" not in values and (values.get("table_include") or values.get("database_include")):
             from cdc.core.specs import Tables
 
@@ -215,6 +223,7 @@ class _IO:
             rejects=os.fspath(self.rejects) if self.rejects is not None else None,
             sink=sink,
             csv=self.csv,
+            avro=self.avro,
             **self.limits,
         )
         return _with_source(job, self.source), collected
@@ -388,6 +397,9 @@ def to_changelog(
     no_header: bool = False,
     header_names: Names | None = None,
     table_include: str | None = None,
+    schema_registry: str | None = None,
+    schema_registry_auth: str | None = None,
+    schemas: str | os.PathLike[str] | None = None,
     database_include: str | None = None,
     output: Output = None,
     input_format: str | None = None,
@@ -428,6 +440,9 @@ def decode(
     raw_values: bool = False,
     database_include: str | None = None,
     table_include: str | None = None,
+    schema_registry: str | None = None,
+    schema_registry_auth: str | None = None,
+    schemas: str | os.PathLike[str] | None = None,
     bootstrap: str = "insert",
     kind_column: str = "op",
     strict: bool = False,
@@ -487,6 +502,9 @@ def debezium_decode(
     raw_values: bool = False,
     kind_column: str = "op",
     table_include: str | None = None,
+    schema_registry: str | None = None,
+    schema_registry_auth: str | None = None,
+    schemas: str | os.PathLike[str] | None = None,
     database_include: str | None = None,
     strict: bool = False,
     unavailable_placeholder: str | None = None,
@@ -575,6 +593,9 @@ def materialize(
     no_header: bool = False,
     header_names: Names | None = None,
     table_include: str | None = None,
+    schema_registry: str | None = None,
+    schema_registry_auth: str | None = None,
+    schemas: str | os.PathLike[str] | None = None,
     database_include: str | None = None,
     ignore_columns: Names | None = None,
     memory_limit: str | int | None = None,
@@ -675,6 +696,9 @@ def replay(
     no_header: bool = False,
     header_names: Names | None = None,
     table_include: str | None = None,
+    schema_registry: str | None = None,
+    schema_registry_auth: str | None = None,
+    schemas: str | os.PathLike[str] | None = None,
     database_include: str | None = None,
     ignore_columns: Names | None = None,
     output: Output = None,
@@ -763,6 +787,9 @@ def replay_steps(
     no_header: bool = False,
     header_names: Names | None = None,
     table_include: str | None = None,
+    schema_registry: str | None = None,
+    schema_registry_auth: str | None = None,
+    schemas: str | os.PathLike[str] | None = None,
     database_include: str | None = None,
     ignore_columns: Names | None = None,
     input_format: str | None = None,
@@ -810,6 +837,9 @@ def aggregate(
     no_header: bool = False,
     header_names: Names | None = None,
     table_include: str | None = None,
+    schema_registry: str | None = None,
+    schema_registry_auth: str | None = None,
+    schemas: str | os.PathLike[str] | None = None,
     database_include: str | None = None,
     output: Output = None,
     input_format: str | None = None,
@@ -865,6 +895,9 @@ def inspect(
     no_header: bool = False,
     header_names: Names | None = None,
     table_include: str | None = None,
+    schema_registry: str | None = None,
+    schema_registry_auth: str | None = None,
+    schemas: str | os.PathLike[str] | None = None,
     database_include: str | None = None,
     ignore_columns: Names | None = None,
     strict: bool = False,

@@ -31,6 +31,7 @@ JOB_OPTIONS = (
     "container",
     "csv",
     "arrays",
+    "avro",
 )
 SESSION = frozenset({"on_error", "rejects"})  # bad records told to the session (``Session.bad``)
 

@@ -23,7 +23,7 @@ from cdc.formats.base import RowReader
 from cdc.formats.envelopes import ENVELOPES, Gated, decoder_for
 from cdc.formats.json_array import may_be_array
 from cdc.formats.kafka import KafkaDecoder
-from cdc.formats.registry import INPUT_FORMATS, format_of, input_format, open_inputs, output_format, sniff_stdin
+from cdc.formats.registry import AVRO, INPUT_FORMATS, format_of, input_format, open_inputs, output_format, sniff_stdin
 from cdc.formats.stream_schema import StreamSchema, is_schema_line, wanted
 from cdc.formats.streams import STDIO, display_name
 
@@ -60,8 +60,8 @@ def resolve(job: Job) -> Job:
             fmt = format_of(path) or "jsonl"
         else:
             fmt = input_format(path, job.input_format, choices) or sniff_stdin()  # None: stdin
-        if spec.reads == EVENTS and fmt not in ("jsonl", *ENVELOPES):
-            raise UsageError(f"change events are JSON lines; {fmt} input cannot hold them")
+        if spec.reads == EVENTS and fmt not in ("jsonl", *ENVELOPES, AVRO, "parquet"):
+            raise UsageError(f"change events are JSON lines, Avro or Parquet; {fmt} input cannot hold them")
         formats.append(fmt)
     stream_schema = job.stream_schema
     if stream_schema is None and spec.reads != EVENTS and formats and formats[0] == "jsonl":
@@ -74,15 +74,25 @@ def resolve(job: Job) -> Job:
             ignored = getattr(spec, "ignore_columns", None)
             if ignored is not None:  # the stream's metadata columns are not row identity
                 spec = replace(spec, ignore_columns=tuple(dict.fromkeys([*ignored, *stream_schema.metadata])))
+    spec, formats, forms = _avro_inputs(spec, job.inputs, formats)
     decide = lookup(DECIDE, spec)
     if decide is not None:
         spec, formats = decide(spec, job.inputs, formats)
+    formats = [AVRO if form else fmt for fmt, form in zip(formats, forms, strict=True)]
+    if job.avro and AVRO not in formats and not getattr(spec, "writes_avro", False):
+        raise UsageError(
+            "--schema-registry / --schemas give the schemas of Debezium events in Avro: the input is "
+            + ", ".join(dict.fromkeys(formats)),
+            hint="leave them out for JSON events",
+        )
     if unnamed and formats[0] in INPUT_FORMATS:  # -o /dev/null, a FIFO: the input's format
         out_format = formats[0]
     arrays = job.arrays or json_arrays(job, formats)
     container = job.container
     if container == "auto" and spec.reads != EVENTS and any(f in ENVELOPES for f in formats):
         container = container_of(job.inputs[0])
+    if container == "auto" and spec.reads != EVENTS and forms[0] == "kcat":
+        container = "kcat"
     schema_line = job.schema_line or (
         out_format == "jsonl" and _typed(spec, stream_schema) and wanted(job.output == STDIO)
     )
@@ -95,6 +105,27 @@ def resolve(job: Job) -> Job:
         container=container,
         arrays=arrays,
     )
+
+
+def _avro_inputs(spec: Any, inputs: tuple[str, ...], formats: list[str]) -> tuple[Any, list[str], list[str | None]]:
+    """The Avro form of each input that may hold Debezium events in Avro (``formats.avro``): they
+    are Debezium's (the envelope), read by the row path's Avro reader (format ``avro``); a run of
+    kcat -J records is a Kafka dump."""
+    from cdc.formats.registry import avro_form
+
+    events = spec.reads == EVENTS
+    forms = [
+        avro_form(p, f) if events or f in ("debezium", AVRO) else None for p, f in zip(inputs, formats, strict=True)
+    ]
+    if not any(forms):
+        return spec, formats, forms
+    if events:
+        if spec.envelope not in ("auto", "debezium"):
+            raise UsageError(f"Avro change events are Debezium's; --envelope {spec.envelope} cannot read them")
+        spec = replace(spec, envelope="debezium")
+        if forms[0] == "kcat" and spec.container == "auto":
+            spec = replace(spec, container="kcat")
+    return spec, ["debezium" if form else f for f, form in zip(formats, forms, strict=True)], forms
 
 
 def _typed(spec: Any, stream_schema: Any) -> bool:
@@ -336,10 +367,16 @@ def open_rows(job: Job, reject: Reject, on_bytes: Any, counts: Counts, findings:
             hint="name the format with -i csv",
         )
     readers: dict[str, Any] = {}
+    schemas = job.avro.open() if job.avro else None
     if job.spec.reads == EVENTS:  # events decoded: decode
-        readers = dict.fromkeys(job.formats, decoder_for(job.spec, counts, findings).reader)
+        events = decoder_for(job.spec, counts, findings)
+        readers = dict.fromkeys(job.formats, events.reader)
+        if AVRO in job.formats:
+            from cdc.formats.avro import reader_factory
+
+            readers[AVRO] = reader_factory(events, schemas)
     else:
-        envelope = next((f for f in job.formats if f in ENVELOPES), None)
+        envelope = next((f for f in job.formats if f in ENVELOPES), "debezium" if AVRO in job.formats else None)
         if envelope is None and getattr(job.spec, "tables", None):
             raise UsageError(
                 "--table-include/--database-include pick tables of change events: the input is "
@@ -359,6 +396,10 @@ def open_rows(job: Job, reject: Reject, on_bytes: Any, counts: Counts, findings:
                 else:
                     decoder = inner
             readers[envelope] = decoder.reader
+            if AVRO in job.formats:
+                from cdc.formats.avro import reader_factory
+
+                readers[AVRO] = reader_factory(decoder, schemas)
     return open_inputs(job.inputs, job.formats, reject, on_bytes, readers, job.csv)
 
 

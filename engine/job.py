@@ -56,6 +56,9 @@ class Job:
     csv: Any = None  # how CSV/TSV inputs are written (formats.base.CsvDialect): delimiter, quote, header
     arrays: bool = False  # an input is one JSON array (formats.json_array), not JSON lines
     container: str = "auto"  # envelope inputs of changelog commands: kcat, kafka-console (DecodeSpec.container)
+    # Debezium events in Avro: where wire-format messages' schemas come from, and how debezium-encode
+    # writes Avro (formats.schema_registry.SchemaSources); None: no Avro option given
+    avro: Any = None
 
     def with_(self, **changes: Any) -> Job:
         return replace(self, **changes)

@@ -29,8 +29,10 @@ SUFFIXES = {
     ".tab": "tsv",
     ".parquet": "parquet",
     ".pq": "parquet",
+    ".avro": "avro",  # Debezium events in an Avro container file (formats.avro)
 }
 DELIMITERS = {"csv": ",", "tsv": "\t"}
+AVRO = "avro"  # Debezium events in Avro, in any of its forms (formats.avro)
 
 
 def format_of(path: str) -> str | None:
@@ -131,6 +133,25 @@ def open_inputs(
             for p, f in zip(paths, formats, strict=True)
         ]
     )
+
+
+def avro_form(path: str, fmt: str | None) -> str | None:
+    """Where Debezium events may be in Avro (``-i debezium``, ``.avro``, a change-event input of
+    any name): the Avro form they are in (``formats.avro``: container, framed or bare wire-format
+    messages, kcat -J, Avro JSON, Parquet envelopes), told by the input's first bytes; else None."""
+    if fmt not in (None, "jsonl", "debezium", "avro", "parquet"):
+        return None
+    from cdc.formats.avro import sniff
+
+    check_input_exists(path)
+    form = sniff(path)
+    if fmt == "avro" and form is None:
+        raise UsageError(
+            f"{display_name(path)}: not Debezium events in Avro (no container file, wire-format message, "
+            "kcat -J record or Avro JSON)",
+            hint="JSON change events are read with -i debezium",
+        )
+    return form
 
 
 def sniff_stdin() -> str:
