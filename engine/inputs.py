@@ -85,6 +85,11 @@ def resolve(job: Job) -> Job:
             + ", ".join(dict.fromkeys(formats)),
             hint="leave them out for JSON events",
         )
+    avro = job.avro
+    if avro is None and AVRO in formats:  # the row path's reader reads Avro: a job option only it declares
+        from cdc.formats.schema_registry import SchemaSources
+
+        avro = SchemaSources()
     if unnamed and formats[0] in INPUT_FORMATS:  # -o /dev/null, a FIFO: the input's format
         out_format = formats[0]
     arrays = job.arrays or json_arrays(job, formats)
@@ -104,6 +109,7 @@ def resolve(job: Job) -> Job:
         schema_line=schema_line,
         container=container,
         arrays=arrays,
+        avro=avro,
     )
 
 
