@@ -63,18 +63,18 @@ def binary_form(head: bytes) -> str | None:
 
 
 def _frames(head: bytes) -> bool:
-    """Length-prefixed messages: each frame a wire message (magic 0) or a tombstone, as far as
-    ``head`` reaches."""
-    at = 0
-    while at + 4 <= len(head):
-        n = int.from_bytes(head[at : at + 4], "big")
-        if n == TOMBSTONE_LENGTH:
-            at += 4
-            continue
-        if n < 6 or (at + 4 < len(head) and head[at + 4] != 0):
-            return False
-        at += 4 + n
-    return True
+    """Length-prefixed messages: the first frame a wire message (magic 0) or a tombstone, and the
+    next frame's length (where ``head`` reaches it) one that fits."""
+    n = int.from_bytes(head[:4], "big")
+    if n == TOMBSTONE_LENGTH:
+        return len(head) < 8 or _frames(head[4:])
+    if n < 6 or head[4] != 0:
+        return False
+    rest = head[4 + n :]
+    if len(rest) < 4:
+        return True
+    following = int.from_bytes(rest[:4], "big")
+    return following == TOMBSTONE_LENGTH or 6 <= following < 1 << 30
 
 
 def text_form(first: Any) -> str | None:

@@ -19,7 +19,7 @@ from typing import Any
 
 import fastavro
 
-from cdc.formats.avro_schema import avro_schema, avro_datum
+from cdc.formats.avro_schema import avro_datum, avro_schema
 
 
 def _kcat_string(data: bytes) -> bytes:
