@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Annotated
 
 import typer
@@ -14,9 +15,24 @@ from cdc.engine.job import Result
 DBZ_PANEL = "Debezium"
 
 
-@o.cdc_command(o.INPUT, o.OUTPUT, o.ERRORS, o.REPORT, o.SQL, o.CSV_IN)
+class Format(StrEnum):
+    json = "json"
+    avro = "avro"
+    avro_confluent = "avro-confluent"
+
+
+@o.cdc_command(o.INPUT, o.OUTPUT, o.ERRORS, o.REPORT, o.SQL, o.CSV_IN, o.AVRO_IN)
 def command(
     common: o.Common,
+    event_format: Annotated[
+        Format,
+        typer.Option(
+            "--format",
+            rich_help_panel=DBZ_PANEL,
+            help="json (JSON lines), avro (an Avro container file) or avro-confluent (Confluent wire-format "
+            "messages, each after its 4-byte length; the schema registered with --schema-registry or --schemas).",
+        ),
+    ] = Format.json,
     split_updates: Annotated[
         bool,
         typer.Option(
@@ -72,6 +88,7 @@ def command(
         source_fields=source_fields,
         key=key,
         kind_column=kind_column,
+        format=event_format.value,
     )
 
 

@@ -537,6 +537,10 @@ def debezium_encode(
     source_fields: Mapping[str, Any] | str | Sequence[str] | None = None,
     key: Names | None = None,
     kind_column: str = "op",
+    format: str = "json",
+    schema_registry: str | None = None,
+    schema_registry_auth: str | None = None,
+    schemas: str | os.PathLike[str] | None = None,
     delimiter: str | None = None,
     quote_char: str | None = None,
     no_header: bool = False,
@@ -561,18 +565,36 @@ def debezium_encode(
     """Changelog rows → Debezium change events (one ``u`` event per update pair; Flink's d + c
     with ``split_updates``). ``time_column``: the column for ``ts_ms`` (default: now);
     ``source_fields``: the ``source`` block (``{"db": "shop"}`` or ``["db=shop"]``, the
-    command's ``--source``); ``key``: a -U/+U pair is merged only when both name the same key."""
+    command's ``--source``); ``key``: a -U/+U pair is merged only when both name the same key;
+    ``format``: ``json`` (JSON lines), ``avro`` (an Avro container file) or ``avro-confluent``
+    (Confluent wire-format messages, length-prefixed, the schema registered at ``schema_registry``
+    or written into the folder ``schemas``: ``formats.avro_write``)."""
     from cdc.formats.registry import format_of
 
+    fmt = _choice("--format", format, ("json", "avro", "avro-confluent"))
+    if fmt == "avro-confluent" and schema_registry is None and schemas is None:
+        raise UsageError("--format avro-confluent registers its schema: give --schema-registry URL or --schemas DIR")
+    if fmt != "avro-confluent" and (schema_registry is not None or schemas is not None):
+        raise UsageError("--schema-registry / --schemas go with --format avro-confluent")
     if isinstance(output, str | os.PathLike):
-        if output_format not in (None, "jsonl") or format_of(os.fspath(output)) not in (None, "jsonl"):
+        named = format_of(os.fspath(output))
+        if fmt == "json" and (output_format not in (None, "jsonl") or named not in (None, "jsonl")):
             raise UsageError(
                 "debezium-encode writes Debezium JSON lines; the output names another format",
-                hint="write to a .jsonl (or .jsonl.gz) file, or stdout",
+                hint="write to a .jsonl (or .jsonl.gz) file, or stdout; --format avro writes Avro",
             )
-        output_format = "jsonl"
+        output_format = "jsonl" if fmt == "json" else fmt
+    elif fmt != "json":
+        raise UsageError("--format avro writes a file or stdout, not rows for a caller")
+    if fmt != "json" and output is None:
+        raise UsageError("--format avro writes a file or stdout: give output")
     spec = EncodeSpec(kind_column, split_updates, time_column, _pairs(source_fields, "--source"), _names(key))
-    return _sql_or_run(_IO.of(locals()), spec, "print_encode_sql")
+    io = _IO.of(locals())
+    if fmt != "json" and io.avro is None:
+        from cdc.formats.schema_registry import SchemaSources
+
+        io.avro = SchemaSources()  # written by the row path's Avro writer
+    return _sql_or_run(io, spec, "print_encode_sql")
 
 
 def materialize(

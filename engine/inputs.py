@@ -79,7 +79,7 @@ def resolve(job: Job) -> Job:
     if decide is not None:
         spec, formats = decide(spec, job.inputs, formats)
     formats = [AVRO if form else fmt for fmt, form in zip(formats, forms, strict=True)]
-    if job.avro and AVRO not in formats and not getattr(spec, "writes_avro", False):
+    if job.avro and AVRO not in formats and out_format not in ("avro", "avro-confluent"):
         raise UsageError(
             "--schema-registry / --schemas give the schemas of Debezium events in Avro: the input is "
             + ", ".join(dict.fromkeys(formats)),

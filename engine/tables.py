@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
+from cdc.core.errors import UsageError
 from cdc.core.model import Row
 from cdc.core.presets import COMMIT_COLUMNS
 from cdc.core.rowstore import strip
@@ -86,6 +87,14 @@ def make_writer(job: Job, current: Session, reader: RowReader | None) -> RowWrit
     if job.out_format == "parquet" and reader is not None and reader.arrow_schema is not None:
         hints = {f.name: f.type for f in reader.arrow_schema}  # a schema, or a list of fields
     out = current.open_output()
+    if job.out_format in ("avro", "avro-confluent"):  # formats.avro_write.AVRO_OUTPUTS
+        from cdc.formats.avro_write import AvroEventWriter
+
+        if job.avro is None:
+            raise UsageError("Avro output is Debezium events: cdc debezium-encode --format avro writes them")
+        if reader is not None and reader.arrow_schema is not None:
+            hints = {f.name: f.type for f in reader.arrow_schema}
+        return AvroEventWriter(out.stream, job.out_format, hints, job.avro)
     writer = open_writer(out.stream, job.out_format, job.columns or None, output_kind_column(job.spec), hints)
     if job.schema_line and job.out_format == "jsonl":
         from cdc.formats.stream_schema import SchemaJsonlWriter

@@ -235,11 +235,24 @@ def _bytes_text(value: Any, scale: int | None) -> Any:
     if isinstance(value, bytes | bytearray):
         return base64.b64encode(value).decode()
     if isinstance(value, Decimal) and scale is not None and value.is_finite():  # Parquet's decimal
-        unscaled = int(value.scaleb(scale))
-        return base64.b64encode(
-            unscaled.to_bytes(max(1, (unscaled.bit_length() + 8) // 8), "big", signed=True)
-        ).decode()
+        return base64.b64encode(unscaled_bytes(value, scale)).decode()
     return value
+
+
+def unscaled_bytes(value: Decimal, scale: int) -> bytes:
+    """A decimal's unscaled integer at ``scale`` as big-endian two's complement (Connect's Decimal),
+    exactly (``Decimal.scaleb`` rounds to 28 digits); more decimal places than ``scale`` is an error."""
+    sign, digits, exponent = value.as_tuple()
+    unscaled = int("".join(map(str, digits)) or "0")
+    shift = int(exponent) + scale
+    if shift >= 0:
+        unscaled *= 10**shift
+    else:
+        unscaled, rest = divmod(unscaled, 10**-shift)
+        if rest:
+            raise ValueError(f"{value} has more than {scale} decimal places")
+    unscaled = -unscaled if sign else unscaled
+    return unscaled.to_bytes(max(1, (unscaled.bit_length() + 8) // 8), "big", signed=True)
 
 
 def _ticks(value: Any, ticks: int) -> Any:
@@ -425,8 +438,7 @@ def avro_datum(connect: dict[str, Any], value: Any) -> Any:
                 return value.encode()
         if isinstance(value, int | float | Decimal) and connect.get("name") == DECIMAL:
             scale = int((connect.get("parameters") or {}).get("scale", 0))
-            unscaled = int(Decimal(str(value)).scaleb(scale))
-            return unscaled.to_bytes(max(1, (unscaled.bit_length() + 8) // 8), "big", signed=True)
+            return unscaled_bytes(Decimal(str(value)), scale)
     if kind in ("float", "double") and isinstance(value, int | Decimal) and not isinstance(value, bool):
         return float(value)
     return value

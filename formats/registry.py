@@ -66,7 +66,7 @@ def input_format(path: str, explicit: str | None, choices: Sequence[str] = INPUT
 
 def output_format(path: str, explicit: str | None) -> str:
     if explicit:
-        if explicit not in OUTPUT_FORMATS:
+        if explicit not in OUTPUT_FORMATS and explicit not in ("avro", "avro-confluent"):
             raise UsageError(f"--output-format: unknown format {explicit!r}; choose one of {', '.join(OUTPUT_FORMATS)}")
         return explicit
     if path == STDIO:
