@@ -243,16 +243,16 @@ def unscaled_bytes(value: Decimal, scale: int) -> bytes:
     """A decimal's unscaled integer at ``scale`` as big-endian two's complement (Connect's Decimal),
     exactly (``Decimal.scaleb`` rounds to 28 digits); more decimal places than ``scale`` is an error."""
     sign, digits, exponent = value.as_tuple()
-    unscaled = int("".join(map(str, digits)) or "0")
+    unscaled: int = int("".join(map(str, digits)) or "0")
     shift = int(exponent) + scale
     if shift >= 0:
         unscaled *= 10**shift
     else:
-        unscaled, rest = divmod(unscaled, 10**-shift)
+        unscaled, rest = divmod(unscaled, int(10**-shift))
         if rest:
             raise ValueError(f"{value} has more than {scale} decimal places")
     unscaled = -unscaled if sign else unscaled
-    return unscaled.to_bytes(max(1, (unscaled.bit_length() + 8) // 8), "big", signed=True)
+    return int(unscaled).to_bytes(max(1, (unscaled.bit_length() + 8) // 8), "big", signed=True)
 
 
 def _ticks(value: Any, ticks: int) -> Any:
