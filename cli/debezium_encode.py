@@ -24,7 +24,7 @@ class Format(StrEnum):
 @o.cdc_command(o.INPUT, o.OUTPUT, o.ERRORS, o.REPORT, o.SQL, o.CSV_IN, o.AVRO_IN)
 def command(
     common: o.Common,
-    event_format: Annotated[
+    format: Annotated[
         Format,
         typer.Option(
             "--format",
@@ -88,7 +88,7 @@ def command(
         source_fields=source_fields,
         key=key,
         kind_column=kind_column,
-        format=event_format.value,
+        format=format.value,
     )
 
 
