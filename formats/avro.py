@@ -124,26 +124,6 @@ def form_of(head: bytes) -> str | None:
     return text_form(first)
 
 
-def sniff(path: str) -> str | None:
-    """The Avro form of an input, read ahead (a file's head, stdin's peeked bytes), or None."""
-    return form_of(_head(path))
-
-
-def _head(path: str, size: int = 1 << 16) -> bytes:
-    from cdc.formats.streams import STDIO, decompressed, display_name, open_input
-
-    if path == STDIO:
-        import sys
-
-        peek = getattr(sys.stdin.buffer, "peek", None)
-        return peek(size)[:size] if peek is not None else b""
-    stream = decompressed(open_input(path), display_name(path))
-    try:
-        return stream.read(size)
-    finally:
-        stream.close()
-
-
 def reader_factory(decoder: Any, schemas: Schemas | None) -> Any:
     """``(stream, source, reject) → reader`` of the Avro inputs of a run, decoded by ``decoder``
     (its form told by the stream's first bytes)."""

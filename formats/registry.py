@@ -141,10 +141,13 @@ def avro_form(path: str, fmt: str | None) -> str | None:
     messages, kcat -J, Avro JSON, Parquet envelopes), told by the input's first bytes; else None."""
     if fmt not in (None, "jsonl", "debezium", "avro", "parquet"):
         return None
-    from cdc.formats.avro import sniff
-
     check_input_exists(path)
-    form = sniff(path)
+    head = _head(path)
+    form = None
+    if _may_be_avro(head):  # formats.avro is imported only for what may be Avro
+        from cdc.formats.avro import form_of
+
+        form = form_of(head)
     if fmt == "avro" and form is None:
         raise UsageError(
             f"{display_name(path)}: not Debezium events in Avro (no container file, wire-format message, "
@@ -152,6 +155,32 @@ def avro_form(path: str, fmt: str | None) -> str | None:
             hint="JSON change events are read with -i debezium",
         )
     return form
+
+
+# What the first line of Avro in JSON holds: a union's branch (Debezium's ts_ms is ["null", "long"],
+# Flink's op ["null", "string"]), an image's record name, kcat's schema id or a wire message's magic.
+_AVRO_JSON_MARKS = (b'{"long":', b'{"string":', b'{"int":', b'.Value":{', b'"value_schema_id"', b'"payload":"\\u0000')
+
+
+def _may_be_avro(head: bytes) -> bool:
+    if head[:4] in (b"Obj\x01", PARQUET_MAGIC) or head[:1] in (b"\x00", b"\xff"):
+        return True
+    line = head.split(b"\n", 1)[0]
+    return any(mark in line for mark in _AVRO_JSON_MARKS)
+
+
+def _head(path: str, size: int = 1 << 16) -> bytes:
+    """An input's first bytes, decompressed (stdin: those its buffer can peek)."""
+    if path == STDIO:
+        import sys
+
+        peek = getattr(sys.stdin.buffer, "peek", None)
+        return bytes(peek(size)[:size]) if peek is not None else b""
+    stream = decompressed(open_input(path), display_name(path))
+    try:
+        return stream.read(size)
+    finally:
+        stream.close()
 
 
 def sniff_stdin() -> str:
