@@ -307,3 +307,57 @@ def test_split_updates_are_written_as_flinks_d_and_c(small: Path, tmp_path: Path
     with open(out, "rb") as f:
         ops = [r["op"] for r in fastavro.reader(f)]
     assert "u" not in ops and ops.count("d") == sum(r["op"] in ("-U", "-D") for r in rows)
+
+
+# -- what a real Avro converter wrote (tests/conformance/debezium-avro) ---------------------------
+
+REAL = CONFORMANCE / "debezium-avro"
+
+
+def _real_inputs(db: str, variant: str, form: str) -> list[str]:
+    folder = REAL / db / variant
+    if form == "containers":
+        return sorted(str(p) for p in folder.glob("container-*.avro"))
+    return [str(folder / form)]
+
+
+def _real_cases(quick: bool) -> list[Any]:
+    return [
+        pytest.param(db, variant, t["name"], id=f"{db}-{variant}-{t['name']}")
+        for db in DATABASES
+        for variant in ("precise", "string", "double")
+        for t in _tables(db)
+        if not (t["edge"] and variant != "precise") and (variant == "precise" and t["name"] in QUICK) == quick
+    ]
+
+
+def _check_real(db: str, variant: str, name: str) -> None:
+    table = next(t for t in _tables(db) if t["name"] == name)
+    options: dict[str, Any] = {"table_include": name, "on_truncate": "delete", "envelope": "debezium"}
+    if table["key"] and table["decode_key"]:
+        options["key"] = table["key"]
+    if name.endswith("audit"):
+        options["kind_column"] = "cdc_kind"
+    expected = cdc.decode(str(DATA / db / f"{variant}.all.schema.jsonl"), **options).rows
+    assert expected
+    forms = (
+        ("framed.bin", "wire.bin", "kcat.jsonl", "json.jsonl", "containers")
+        if variant == "precise"
+        else ("framed.bin",)
+    )
+    for form in forms:
+        got = cdc.decode(_real_inputs(db, variant, form), schemas=REAL / db / variant / "schemas", **options).rows
+        assert got == expected, f"{form}: the converter's Avro decodes differently from the JSON events"
+
+
+@pytest.mark.parametrize(("db", "variant", "name"), _real_cases(quick=True))
+def test_a_real_avro_converters_output_decodes_as_the_json_events(db: str, variant: str, name: str) -> None:
+    _check_real(db, variant, name)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("db", "variant", "name"), _real_cases(quick=False))
+def test_a_real_avro_converters_output_decodes_as_the_json_events_for_every_table(
+    db: str, variant: str, name: str
+) -> None:
+    _check_real(db, variant, name)
