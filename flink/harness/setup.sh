@@ -2,12 +2,12 @@
 # Fetch what the Flink harness needs, into gitignored folders beside this script:
 #   .flink-venv/   PyFlink (apache-flink from PyPI) + cdc itself, kept apart from cdc's own venv
 #   .jars/flink/   Flink's Kafka SQL connector (one shaded jar), put on PyFlink's pipeline.jars
-#   .jars/gateway/ flink-sql-gateway (not in the wheel) for scaleout/cluster.sh
+#   .jars/gateway/ flink-sql-gateway (not in the wheel) for flink/harness/cluster.sh
 #   .jars/kafka/   a Kafka broker (kafka_2.13 and its runtime dependencies) for a local KRaft node
 # Needs: python3 (3.11), Java 11+ (17 here), mvn. Idempotent: what is there is not fetched again.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-repo="$(dirname "$here")"
+repo="$(dirname "$(dirname "$here")")"
 FLINK_VERSION="${FLINK_VERSION:-2.3.0}"
 # The newest flink-sql-connector-kafka on Maven Central is built against Flink 2.2; FINDINGS.md
 # records that it runs on 2.3 (the connector API it uses did not change).
@@ -26,7 +26,7 @@ fi
 
 mkdir -p "$here/.jars/flink" "$here/.jars/kafka" "$here/.jars/gateway"
 # The SQL Gateway is not in the wheel's opt/ (only flink-python and flink-sql-client are):
-# scaleout/cluster.sh puts this jar on FLINK_OPT_DIR for bin/sql-gateway.sh.
+# flink/harness/cluster.sh puts this jar on FLINK_OPT_DIR for bin/sql-gateway.sh.
 if [ -z "$(ls "$here/.jars/gateway"/flink-sql-gateway-*.jar 2>/dev/null)" ]; then
   mvn -q dependency:copy -Dartifact="org.apache.flink:flink-sql-gateway:${FLINK_VERSION}" \
       -DoutputDirectory="$here/.jars/gateway"

@@ -17,17 +17,14 @@ does). ``shape`` says how the command's local output is made from that changelog
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from cdc.core.errors import UsageError
 from cdc.core.model import Row
-from cdc.core.specs import CopySpec
 from cdc.core.timeorder import sort_key
-from cdc.engine.flink_gateway import Gateway, convert, is_local, split_statements
-from cdc.engine.job import Job, Result
-from cdc.engine.run import run_job
+from cdc.flink.gateway import Gateway, convert, is_local, split_statements
 
 SHAPES = ("changelog", "rows", "table", "counts", "sink")
 CLUSTER_SCHEMES = ("s3://", "s3a://", "hdfs://", "gs://", "abfs://", "abfss://", "oss://", "viewfs://")
@@ -87,7 +84,7 @@ class FlinkRun:
 def run_on_flink(
     url: str,
     script: str,
-    job: Job,
+    write: Callable[[Iterable[Row]], None],
     shape: str,
     *,
     keys: Sequence[str] = (),
@@ -95,8 +92,8 @@ def run_on_flink(
     settings: Mapping[str, str] | None = None,
     sort: bool = False,
 ) -> FlinkRun:
-    """Run ``script`` on the SQL Gateway at ``url``; write its result as ``job`` says (``output``,
-    ``output_format``, ``sink``); see the module's doc for ``shape`` (``sort``: a table by key).
+    """Run ``script`` on the SQL Gateway at ``url``; hand its result rows to ``write`` (the engine
+    writes them as the local run would); see the module's doc for ``shape`` (``sort``: a table by key).
     ``settings``: SET statements applied after the script's own (e.g. ``parallelism.default``). Flink's errors raise
     :class:`FlinkError` (exit 3) with Flink's message."""
     if shape not in SHAPES:
@@ -127,8 +124,7 @@ def run_on_flink(
 
         written = _shaped(rows(), shape, keys, kind_column, sort)
         counted = _Counted(written)
-        result: Result = run_job(job.with_(spec=CopySpec(), rows=counted, inputs=()))
-        del result
+        write(counted)
         done.rows = counted.n
         done.job_id = outcome.job_id
     return done

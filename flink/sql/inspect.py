@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from cdc.core.errors import UsageError
-from cdc.core.flinksql.changelog import changelog_source
-from cdc.core.flinksql.coltypes import DEFAULT_FLINK_VERSION, check_version, ident
-from cdc.core.flinksql.scan import DebeziumInfo
-from cdc.core.flinksql.tables import Script, Sink, Source, encoded, finish
 from cdc.core.kinds import ALL_KINDS
+from cdc.flink.sql.changelog import changelog_source
+from cdc.flink.sql.coltypes import DEFAULT_FLINK_VERSION, check_version, ident
+from cdc.flink.sql.scan import DebeziumInfo
+from cdc.flink.sql.tables import Script, Sink, Source, encoded, finish
 
 INSPECT_LEFT_OUT = (
     "cdc inspect also reports the mode, distinct and live keys, consistency findings and message "

@@ -3,12 +3,23 @@ API's ``print_sql=True``: ``result.sql``; ``on_flink=URL``: the script run on a 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol
 
 from cdc.core.errors import UsageError
-from cdc.core.flinksql import (
+from cdc.core.model import OnError, Row
+from cdc.core.specs import (
+    AggregateSpec,
+    DecodeSpec,
+    EncodeSpec,
+    FromChangelogSpec,
+    InspectSpec,
+    MaterializeSpec,
+    ReplaySpec,
+    ToChangelogSpec,
+)
+from cdc.flink.sql import (
     ColumnTypes,
     DebeziumInfo,
     Sink,
@@ -26,29 +37,38 @@ from cdc.core.flinksql import (
     stale_befores,
     to_changelog_sql,
 )
-from cdc.core.model import OnError
-from cdc.core.specs import (
-    AggregateSpec,
-    DecodeSpec,
-    EncodeSpec,
-    FromChangelogSpec,
-    InspectSpec,
-    MaterializeSpec,
-    ReplaySpec,
-    ToChangelogSpec,
-)
-from cdc.core.stats import Counts
-from cdc.engine.inputs import open_rows, resolve
-from cdc.engine.job import Job
 
 SAMPLE_ROWS = 100
+Reject = Callable[[Any, str], None]  # a record cdc could not read: the error, the raw text
+
+
+@dataclass(frozen=True)
+class Input:
+    """An input as the engine resolved it for a spec: the spec (``--envelope auto`` decided), the
+    paths and their formats, and the engine's own record of it (handed back to ``Reader.rows``)."""
+
+    spec: Any
+    inputs: tuple[str, ...]
+    formats: tuple[str, ...]
+    resolved: Any = None
+
+
+class Reader(Protocol):
+    """How the engine reads an input for the builders: cdc's own reading (formats by suffix, stdin
+    sniffed, envelopes decoded), so that a script's column types are those of the rows cdc reads."""
+
+    def resolve(self, spec: Any, inputs: tuple[str, ...], input_format: str | None) -> Input: ...
+
+    def rows(self, given: Input, reject: Reject) -> Iterator[Row]: ...
 
 
 @dataclass
 class Common:
-    """What a script is made from: the job's inputs and error handling, and where the script
-    reads and writes (the commands' ``--print-sql`` group, the API's keywords of the same names)."""
+    """What a script is made from: the job's inputs and error handling, where the script reads and
+    writes (the commands' ``--print-sql`` group, the API's keywords of the same names), and the
+    engine's ``reader`` of the inputs."""
 
+    reader: Reader
     inputs: list[str] = field(default_factory=lambda: ["-"])
     input_format: str | None = None
     on_error: OnError = OnError.fail
@@ -61,13 +81,14 @@ class Common:
     sink_path: str | None = None
 
 
-def job_of(common: Common, spec: Any) -> Job:
-    return Job(spec, inputs=tuple(common.inputs), input_format=common.input_format, on_error=common.on_error)
+def input_of(common: Common, spec: Any, input_format: str | None = None) -> Input:
+    """The first input, resolved for ``spec`` (a script reads one table)."""
+    return common.reader.resolve(spec, tuple(common.inputs[:1]), input_format or common.input_format)
 
 
 class FlinkScript(str):
     """A script, and how its last statement's rows make the command's output when it runs on a
-    cluster (``engine.on_flink``: ``shape``, the ``keys`` of a table, the ``kind_column``, ``sort``)."""
+    cluster (``flink.on_flink``: ``shape``, the ``keys`` of a table, the ``kind_column``, ``sort``)."""
 
     shape: str
     keys: tuple[str, ...]
@@ -79,12 +100,12 @@ def _ignore(err: Any, raw: str) -> None:
     """A bad record says nothing about the columns."""
 
 
-def sample(job: Job, errors: list[str] | None = None, drop: str | None = None) -> Read:
+def sample(common: Common, spec: Any, errors: list[str] | None = None, drop: str | None = None) -> Read:
     """Read the job's first input to its end, once: the column types from every row (never from a
     prefix: a fraction in row 10,000 of an integer column makes it DOUBLE), whether a CSV had quoted
     empty fields, and the first rows as cdc read them (``errors`` collects what cdc rejected,
     ``drop``: a column left out of the types, e.g. the kind column of decoded images)."""
-    job = resolve(job.with_(inputs=job.inputs[:1]))
+    job = input_of(common, spec)
 
     def reject(err: Any, raw: str) -> None:
         if errors is not None and len(errors) < SAMPLE_ROWS:
@@ -94,7 +115,7 @@ def sample(job: Job, errors: list[str] | None = None, drop: str | None = None) -
     types = ColumnTypes(text_only)
     first: list[dict[str, Any]] = []
     empty = False
-    for row in open_rows(job, reject, None, Counts()):
+    for row in common.reader.rows(job, reject):
         image = {k: v for k, v in row.items() if k != drop} if drop is not None else row
         types.add(image)
         if len(first) < SAMPLE_ROWS:
@@ -108,14 +129,14 @@ def sample(job: Job, errors: list[str] | None = None, drop: str | None = None) -
 class Read:
     """What one pass over an input gave (see :func:`sample`)."""
 
-    job: Job
+    job: Input
     rows: list[dict[str, Any]]
     types: dict[str, str]
     empty_strings: bool
     numbers: dict[str, str] = field(default_factory=dict)  # CSV columns that spell numbers throughout
 
 
-def _source(job: Job, common: Common | None = None, key: tuple[str, ...] = (), upserts: bool = False) -> Source:
+def _source(job: Input, common: Common | None = None, key: tuple[str, ...] = (), upserts: bool = False) -> Source:
     """The input as a Flink table: the file, or the Kafka topic ``--sql-source`` names
     (upsert-kafka only for a command that reads upserts: ``--input-mode upsert``)."""
     fmt = job.formats[0] if job.formats else "jsonl"
@@ -139,7 +160,7 @@ def _sink(common: Common, key: tuple[str, ...] = (), kind_column: str = "op") ->
 
 def emit(common: Common, sql: str, shape: str, spec: Any = None, keys: tuple[str, ...] = ()) -> FlinkScript:
     """The script, with what ``--on-flink`` needs to write its rows as the local run writes them
-    (``shape``: see ``engine.on_flink``; a ``--sql-sink`` makes it ``sink``)."""
+    (``shape``: see ``flink.on_flink``; a ``--sql-sink`` makes it ``sink``)."""
     script = FlinkScript(sql)
     script.shape = "sink" if common.sql_sink != "none" else shape
     script.keys = tuple(keys)
@@ -149,7 +170,7 @@ def emit(common: Common, sql: str, shape: str, spec: Any = None, keys: tuple[str
 
 
 def print_from_changelog_sql(common: Common, spec: FromChangelogSpec) -> str:
-    got = sample(job_of(common, spec))
+    got = sample(common, spec)
     source = _source(got.job, common, spec.keys)
     return emit(
         common,
@@ -199,18 +220,17 @@ def changelog_sample(
     upserts: bool = False,
 ) -> Sampled:
     """See :class:`Sampled` (``upserts``: the job reads upserts, from an upsert-kafka source)."""
-    from cdc.core.flinksql import ENVELOPES
     from cdc.core.specs import CopySpec
+    from cdc.flink.sql import ENVELOPES
 
-    job = resolve(job_of(common, spec).with_(inputs=tuple(common.inputs[:1])))
-    source = _source(job, common, key, upserts)
+    source = _source(input_of(common, spec), common, key, upserts)
     if source.fmt == "debezium":
         types, info = debezium_sample(common, DecodeSpec(kind_column=kind_column))
         return Sampled(source, types, False, info, [])
     if source.fmt in ENVELOPES:
         types, info = envelope_sample(common, DecodeSpec(envelope=source.fmt, kind_column=kind_column))
         return Sampled(source, types, False, info, [])
-    got = sample(job_of(common, CopySpec(reads, kind_column)))
+    got = sample(common, CopySpec(reads, kind_column))
     return Sampled(source, got.types, got.empty_strings, None, got.rows, got.numbers)
 
 
@@ -243,7 +263,7 @@ def debezium_sample(common: Common, spec: DecodeSpec) -> tuple[dict[str, str], D
     from cdc.formats.debezium import DebeziumDecoder
     from cdc.formats.registry import open_inputs
 
-    job = resolve(job_of(common, spec).with_(inputs=tuple(common.inputs[:1]), input_format="debezium"))
+    job = input_of(common, spec, "debezium")
 
     def read(raw: bool) -> tuple[dict[str, str], bool]:
         quiet = DecodeSpec(
@@ -268,7 +288,7 @@ def envelope_sample(common: Common, spec: DecodeSpec) -> tuple[dict[str, str], D
     what Flink's format would meet (see ``flinksql.scan_records``)."""
     quiet = replace(spec, on_truncate="skip", key=(), metadata=())
     errors: list[str] = []
-    got = sample(job_of(common, quiet), errors, drop=spec.kind_column)
+    got = sample(common, quiet, errors, drop=spec.kind_column)
     info = (
         scan_events(got.job.inputs[0], envelope=spec.envelope, include=(spec.database_include, spec.table_include))
         if got.job.inputs[0] != "-"
@@ -479,8 +499,7 @@ def every_row(common: Common, kind_column: str) -> Iterator[dict[str, Any]]:
     every change, not the first rows."""
     from cdc.core.specs import CopySpec
 
-    job = resolve(job_of(common, CopySpec("changelog", kind_column)).with_(inputs=tuple(common.inputs[:1])))
-    yield from open_rows(job, _ignore, None, Counts())
+    yield from common.reader.rows(input_of(common, CopySpec("changelog", kind_column)), _ignore)
 
 
 def print_replay_sql(common: Common, spec: ReplaySpec) -> str:

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 from cdc.core.errors import UsageError
-from cdc.core.flinksql.coltypes import DEFAULT_FLINK_VERSION, check_version, ident, literal
-from cdc.core.flinksql.tables import (
+from cdc.core.kinds import ALL_KINDS, UPDATE_AFTER, UPDATE_BEFORE, RowKind
+from cdc.flink.sql.coltypes import DEFAULT_FLINK_VERSION, check_version, ident, literal
+from cdc.flink.sql.tables import (
     Script,
     Sink,
     Source,
@@ -16,7 +17,6 @@ from cdc.core.flinksql.tables import (
     select_list,
     source_statements,
 )
-from cdc.core.kinds import ALL_KINDS, UPDATE_AFTER, UPDATE_BEFORE, RowKind
 
 UPSERT_NEEDS_24 = (
     "an upsert mapping (UPDATE_AFTER without UPDATE_BEFORE) with --key is Flink's FROM_CHANGELOG with "

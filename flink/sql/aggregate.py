@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 from cdc.core.errors import UsageError
-from cdc.core.flinksql.changelog import changelog_source
-from cdc.core.flinksql.coltypes import DEFAULT_FLINK_VERSION, check_version, ident
-from cdc.core.flinksql.materialize import _key_check
-from cdc.core.flinksql.normalize import PROCTIME_COLUMN, as_changelog, delete_condition, replayed_view
-from cdc.core.flinksql.scan import DebeziumInfo
-from cdc.core.flinksql.tables import Script, Sink, Source, create_table, encoded, finish, select_list, source_statements
 from cdc.core.kinds import DELETE, INSERT, UPDATE_AFTER
+from cdc.flink.sql.changelog import changelog_source
+from cdc.flink.sql.coltypes import DEFAULT_FLINK_VERSION, check_version, ident
+from cdc.flink.sql.materialize import _key_check
+from cdc.flink.sql.normalize import PROCTIME_COLUMN, as_changelog, delete_condition, replayed_view
+from cdc.flink.sql.scan import DebeziumInfo
+from cdc.flink.sql.tables import Script, Sink, Source, create_table, encoded, finish, select_list, source_statements
 
 AGG_FUNCTIONS = ("COUNT", "SUM", "MIN", "MAX", "AVG", "FIRST_VALUE", "LAST_VALUE")
 

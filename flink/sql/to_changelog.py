@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from cdc.core.flinksql.changelog import changelog_source
-from cdc.core.flinksql.coltypes import DEFAULT_FLINK_VERSION, check_version, ident
-from cdc.core.flinksql.scan import DebeziumInfo
-from cdc.core.flinksql.tables import Script, Sink, Source, finish, map_literal, select_list
 from cdc.core.kinds import ALL_KINDS, RowKind
+from cdc.flink.sql.changelog import changelog_source
+from cdc.flink.sql.coltypes import DEFAULT_FLINK_VERSION, check_version, ident
+from cdc.flink.sql.scan import DebeziumInfo
+from cdc.flink.sql.tables import Script, Sink, Source, finish, map_literal, select_list
 
 
 def to_changelog_sql(

@@ -1,14 +1,14 @@
-"""Every case of scaleout/cases.py run both ways: cdc locally, and `cdc … --on-flink URL` on a running
-Flink 2.3 cluster (scaleout/cluster.sh up) at parallelism 1 and 4; the two outputs compared table for
+"""Every case of flink/harness/cases.py run both ways: cdc locally, and `cdc … --on-flink URL` on a running
+Flink 2.3 cluster (flink/harness/cluster.sh up) at parallelism 1 and 4; the two outputs compared table for
 table (in order at parallelism 1; at 4 in order, else per key, else as a multiset, as the detail
-says). Writes scaleout/gateway-results.md.
+says). Writes flink/harness/gateway-results.md.
 
-    scaleout/cluster.sh up
-    .venv/bin/python scaleout/gateway_check.py [--only COMMAND|INPUT] [--parallelism N] [--part K/N]
+    flink/harness/cluster.sh up
+    .venv/bin/python flink/harness/gateway_check.py [--only COMMAND|INPUT] [--parallelism N] [--part K/N]
 
 Runs with cdc's own environment (no PyFlink): the cluster is reached only through --on-flink. Cases
 that write to a sink (--sql-sink) or read Kafka are not run here (the rows stay on the cluster's
-side); scaleout/flink_check.py runs those in PyFlink's mini-cluster.
+side); flink/harness/flink_check.py runs those in PyFlink's mini-cluster.
 """
 
 from __future__ import annotations
@@ -110,7 +110,7 @@ def probes(work: Path) -> list[Case]:
             g,
             "customers.jsonl",
             "materialize",
-            [HERE.parent / "samples" / "customers.jsonl"],
+            [HERE.parent.parent / "samples" / "customers.jsonl"],
             ["--key", "id"],
             output="table",
             keys=["id"],
@@ -174,13 +174,14 @@ def report(results: list[Result], seconds: float, parallelisms: Sequence[int], s
     lines = [
         "# Gateway check: `cdc … --on-flink` on a Flink 2.3 cluster against cdc's local run",
         "",
-        f"A standalone Flink 2.3.0 cluster from PyFlink's wheel (`scaleout/cluster.sh up`: a JobManager, one "
+        f"A standalone Flink 2.3.0 cluster from PyFlink's wheel (`flink/harness/cluster.sh up`: a JobManager, one "
         f"TaskManager with 4 slots, the SQL Gateway, on loopback); parallelism {' and '.join(map(str, parallelisms))} "
         f"(`--on-flink 'http://127.0.0.1:8083?parallelism.default=N'`). {ncases} cases, {len(results)} results: "
         f"{counts['match']} runs match, {counts['refused']} cases refused (exit 2, with the reason), "
         f"{counts['FAIL']} failed; {skipped} sink/Kafka cases not run here. Wall time {seconds:.0f} s.",
         "",
-        "Reproduce: `bash scaleout/setup.sh && scaleout/cluster.sh up && .venv/bin/python scaleout/gateway_check.py`.",
+        "Reproduce: `bash flink/harness/setup.sh && flink/harness/cluster.sh up && "
+        ".venv/bin/python flink/harness/gateway_check.py`.",
         "",
         "## By command",
         "",

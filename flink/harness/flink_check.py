@@ -1,11 +1,11 @@
 """The proof of ``--print-sql``: run every printed script in Flink 2.3 and hold its rows against cdc's.
 
-    bash scaleout/setup.sh                                   # once: PyFlink venv + Maven jars
-    scaleout/.flink-venv/bin/python scaleout/flink_check.py  # every case, parallelism 1 and 4
-    scaleout/.flink-venv/bin/python scaleout/flink_check.py --only aggregate --parallelism 1
-    scaleout/.flink-venv/bin/python scaleout/flink_check.py --kafka   # + the Kafka end-to-end cases
-    scaleout/.flink-venv/bin/python scaleout/flink_check.py --kafka --only kafka   # those alone
-    for k in 1 2 3; do scaleout/.flink-venv/bin/python scaleout/flink_check.py --kafka --part $k/3; done
+    bash flink/harness/setup.sh                                   # once: PyFlink venv + Maven jars
+    flink/harness/.flink-venv/bin/python flink/harness/flink_check.py  # every case, parallelism 1 and 4
+    flink/harness/.flink-venv/bin/python flink/harness/flink_check.py --only aggregate --parallelism 1
+    flink/harness/.flink-venv/bin/python flink/harness/flink_check.py --kafka   # + the Kafka end-to-end cases
+    flink/harness/.flink-venv/bin/python flink/harness/flink_check.py --kafka --only kafka   # those alone
+    for k in 1 2 3; do flink/harness/.flink-venv/bin/python flink/harness/flink_check.py --kafka --part $k/3; done
         # the same full run in three parts; results.md gathers every part run so far
 
 Every case is a cdc command line (``cases.py``): ``cdc COMMAND INPUT FLAGS --print-sql [SQL
@@ -27,7 +27,7 @@ Kafka topics consumed). They must equal cdc's:
 Values: numbers numerically (1e-6 relative, for Flink FLOAT), times as instants, the rest as equal
 text. Where cdc fails on the input (exit 3), Flink's job must fail too.
 
-Writes ``scaleout/results.md``; exit 0 only when every case matches or is refused.
+Writes ``flink/harness/results.md``; exit 0 only when every case matches or is refused.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
+REPO = HERE.parent.parent
 sys.path.insert(0, str(HERE))
 from cases import COMMANDS, Case, all_cases  # noqa: E402
 from flinkrun import Outcome, run_script  # noqa: E402
@@ -425,7 +425,7 @@ def table(
         + "."
         + (f" {missing} cases not run yet." if missing else ""),
         "",
-        "Reproduce: `bash scaleout/setup.sh && scaleout/.flink-venv/bin/python scaleout/flink_check.py"
+        "Reproduce: `bash flink/harness/setup.sh && flink/harness/.flink-venv/bin/python flink/harness/flink_check.py"
         " [--kafka]`. Every case is the command line in the table run twice: with `--print-sql` (and the"
         " case's SQL flags) for the script Flink runs, and as is for cdc's rows. At parallelism 1 rows are"
         " compared in order; at 4 in order when Flink kept it, else per key or as a multiset, as the detail says."
@@ -496,7 +496,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument(
         "--part",
         help="K/N: run the K-th of N parts of the cases (every N-th case); results.md then shows every part "
-        "run so far (kept in scaleout/.work/results.json)",
+        "run so far (kept in flink/harness/.work/results.json)",
     )
     ap.add_argument("--output", default=str(HERE / "results.md"))
     ap.add_argument("--list", action="store_true", help="list the cases and stop")

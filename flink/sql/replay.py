@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 from cdc.core.errors import UsageError
-from cdc.core.flinksql.changelog import envelope_table
-from cdc.core.flinksql.coltypes import DEFAULT_FLINK_VERSION, SQL_TIMESTAMP, Row, check_version, ident
-from cdc.core.flinksql.materialize import _key_check
-from cdc.core.flinksql.normalize import OP, PROCTIME_COLUMN, as_changelog, delete_condition, replayed_view
-from cdc.core.flinksql.scan import DebeziumInfo
-from cdc.core.flinksql.tables import (
+from cdc.core.kinds import DELETE, INSERT, UPDATE_AFTER
+from cdc.flink.sql.changelog import envelope_table
+from cdc.flink.sql.coltypes import DEFAULT_FLINK_VERSION, SQL_TIMESTAMP, Row, check_version, ident
+from cdc.flink.sql.materialize import _key_check
+from cdc.flink.sql.normalize import OP, PROCTIME_COLUMN, as_changelog, delete_condition, replayed_view
+from cdc.flink.sql.scan import DebeziumInfo
+from cdc.flink.sql.tables import (
     ENVELOPES,
     Script,
     Sink,
@@ -21,7 +22,6 @@ from cdc.core.flinksql.tables import (
     select_list,
     source_statements,
 )
-from cdc.core.kinds import DELETE, INSERT, UPDATE_AFTER
 
 
 def replay_sql(

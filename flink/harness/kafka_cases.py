@@ -7,7 +7,7 @@ console consumer — are held against cdc's on the file; an upsert-kafka sink's 
 as the table it holds (the last value per key, a tombstone deleting it) with cdc's rows applied
 the same way.
 
-The broker listens on 127.0.0.1 only, keeps its data under ``scaleout/.work/kafka`` and is stopped
+The broker listens on 127.0.0.1 only, keeps its data under ``flink/harness/.work/kafka`` and is stopped
 by the harness when it is done.
 """
 
@@ -26,8 +26,8 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 JARS = HERE / ".jars"
-SAMPLES = HERE.parent / "samples"
-ORACLE = HERE.parent / "tests" / "conformance" / "flink-oracle"
+SAMPLES = HERE.parent.parent / "samples"
+ORACLE = HERE.parent.parent / "tests" / "conformance" / "flink-oracle"
 
 
 def _free_port() -> int:

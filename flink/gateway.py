@@ -148,7 +148,7 @@ class Gateway:
             reason = getattr(e, "reason", e)
             raise UsageError(
                 f"--on-flink: no Flink SQL Gateway answers at {self.url} ({reason})",
-                hint="start one (scaleout/cluster.sh up starts a local cluster with its gateway on port 8083)",
+                hint="start one (flink/harness/cluster.sh up starts a local cluster with its gateway on port 8083)",
             ) from None
         return json.loads(text, parse_float=Decimal) if text.strip() else {}
 

@@ -7,8 +7,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from cdc.core.errors import UsageError
-from cdc.core.flinksql.coltypes import DEFAULT_FLINK_VERSION, STREAMING, ident, literal
 from cdc.core.kinds import ALL_KINDS, RowKind
+from cdc.flink.sql.coltypes import DEFAULT_FLINK_VERSION, STREAMING, ident, literal
 
 FORMATS = {
     "jsonl": "json",

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cdc.core.flinksql.coltypes import TOAST_PLACEHOLDER
+from cdc.flink.sql.coltypes import TOAST_PLACEHOLDER
 
 METADATA_TYPES = {
     "schema": "STRING",

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
+REPO = HERE.parent.parent
 CONFORMANCE = REPO / "tests" / "conformance"
 ORACLE = CONFORMANCE / "flink-oracle"
 AGGREGATE = CONFORMANCE / "flink-aggregate"

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # A local standalone Flink cluster for `cdc … --on-flink http://127.0.0.1:8083`: a JobManager, one
 # TaskManager and the SQL Gateway, all on loopback, from the Flink distribution inside PyFlink's
-# wheel (scaleout/setup.sh installs it and fetches the gateway jar the wheel lacks).
+# wheel (flink/harness/setup.sh installs it and fetches the gateway jar the wheel lacks).
 #
-#   scaleout/cluster.sh up       start (idempotent: a running cluster is left as it is)
-#   scaleout/cluster.sh down     stop (SIGTERM by PID, SIGKILL after 20 s); logs kept in RUN/log
-#   scaleout/cluster.sh status   exit 0 when the JobManager, a TaskManager and the gateway answer
+#   flink/harness/cluster.sh up       start (idempotent: a running cluster is left as it is)
+#   flink/harness/cluster.sh down     stop (SIGTERM by PID, SIGKILL after 20 s); logs kept in RUN/log
+#   flink/harness/cluster.sh status   exit 0 when the JobManager, a TaskManager and the gateway answer
 #
-# Environment: CDC_FLINK_RUN (default scaleout/.cluster: config, logs, PIDs), CDC_FLINK_GATEWAY_PORT
+# Environment: CDC_FLINK_RUN (default flink/harness/.cluster: config, logs, PIDs), CDC_FLINK_GATEWAY_PORT
 # (8083), CDC_FLINK_REST_PORT (8081), CDC_FLINK_PARALLELISM (1), CDC_FLINK_SLOTS (4), JAVA_HOME (a
 # JDK 11, 17 or 21: Flink 2.3 does not start on Java 24+; default: the first such java found).
 # Nothing is written into the wheel; nothing listens beyond 127.0.0.1. Needs curl (the readiness checks).
@@ -37,7 +37,7 @@ java_home() {
 }
 
 flink_home() {
-  [ -x "$PY" ] || die "no PyFlink: run scaleout/setup.sh first (or set CDC_FLINK_PYTHON)"
+  [ -x "$PY" ] || die "no PyFlink: run flink/harness/setup.sh first (or set CDC_FLINK_PYTHON)"
   "$PY" -c 'import os, pyflink; print(os.path.dirname(pyflink.__file__))'
 }
 
@@ -52,7 +52,7 @@ env_setup() {
 configure() {
   local gw_jar
   gw_jar="$(ls "$here"/.jars/gateway/flink-sql-gateway-*.jar 2>/dev/null | head -1)"
-  [ -n "$gw_jar" ] || die "no flink-sql-gateway jar in scaleout/.jars/gateway: run scaleout/setup.sh"
+  [ -n "$gw_jar" ] || die "no flink-sql-gateway jar in flink/harness/.jars/gateway: run flink/harness/setup.sh"
   mkdir -p "$RUN/conf" "$RUN/opt" "$RUN/lib" "$RUN/log" "$RUN/pid" "$RUN/tmp"
   rm -f "$RUN/opt"/*.jar "$RUN/lib"/*.jar
   ln -sf "$FLINK_HOME"/opt/*.jar "$RUN/opt/"
@@ -171,5 +171,5 @@ case "${1:-}" in
   up) up ;;
   down) down ;;
   status) status ;;
-  *) echo "usage: scaleout/cluster.sh up|down|status" >&2; exit 2 ;;
+  *) echo "usage: flink/harness/cluster.sh up|down|status" >&2; exit 2 ;;
 esac

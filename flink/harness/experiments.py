@@ -1,6 +1,6 @@
 """The experiments behind FINDINGS.md: small scripts run in Flink 2.3 (PyFlink mini-cluster).
 
-    scaleout/.flink-venv/bin/python scaleout/experiments.py [NAME ...]   # all when none named
+    flink/harness/.flink-venv/bin/python flink/harness/experiments.py [NAME ...]   # all when none named
 
 Each prints Flink's rows (kind + values) or its error. Inputs are written to a temporary folder.
 """
@@ -14,7 +14,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from flinkrun import run_script  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent.parent.parent
 TMP = Path(tempfile.mkdtemp(prefix="cdc-flink-exp-"))
 
 OPS = "\n".join(

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 from cdc.core.errors import UsageError
-from cdc.core.flinksql.changelog import changelog_source
-from cdc.core.flinksql.coltypes import DEFAULT_FLINK_VERSION, Row, check_version, ident
-from cdc.core.flinksql.normalize import PROCTIME, PROCTIME_COLUMN
-from cdc.core.flinksql.scan import DebeziumInfo
-from cdc.core.flinksql.tables import ENVELOPES, Script, Sink, Source, finish, select_list, source_statements
 from cdc.core.kinds import UPDATE_BEFORE
+from cdc.flink.sql.changelog import changelog_source
+from cdc.flink.sql.coltypes import DEFAULT_FLINK_VERSION, Row, check_version, ident
+from cdc.flink.sql.normalize import PROCTIME, PROCTIME_COLUMN
+from cdc.flink.sql.scan import DebeziumInfo
+from cdc.flink.sql.tables import ENVELOPES, Script, Sink, Source, finish, select_list, source_statements
 
 
 def _key_check(keys: Sequence[str], columns: Iterable[str]) -> None:

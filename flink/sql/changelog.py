@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from cdc.core.errors import UsageError
-from cdc.core.flinksql.coltypes import TOAST_PLACEHOLDER, ident, literal
-from cdc.core.flinksql.scan import ENVELOPE_METADATA, DebeziumInfo
-from cdc.core.flinksql.tables import (
+from cdc.core.kinds import ALL_KINDS
+from cdc.flink.sql.coltypes import TOAST_PLACEHOLDER, ident, literal
+from cdc.flink.sql.scan import ENVELOPE_METADATA, DebeziumInfo
+from cdc.flink.sql.tables import (
     ENVELOPES,
     FORMATS,
     Script,
@@ -17,7 +18,6 @@ from cdc.core.flinksql.tables import (
     select_list,
     source_statements,
 )
-from cdc.core.kinds import ALL_KINDS
 
 
 def _check_decoded_types(columns: Mapping[str, str], raw: Mapping[str, str] | None) -> None:

@@ -20,9 +20,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from cdc.core.errors import UsageError
-from cdc.core.flinksql.coltypes import ident, literal
-from cdc.core.flinksql.tables import Script, map_literal, select_list
 from cdc.core.predicate import number_from_text
+from cdc.flink.sql.coltypes import ident, literal
+from cdc.flink.sql.tables import Script, map_literal, select_list
 
 PROCTIME = "cdc_time"
 PROCTIME_COLUMN = f"{ident(PROCTIME)} AS PROCTIME()"

@@ -6,10 +6,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from cdc.core.errors import UsageError
-from cdc.core.flinksql.changelog import envelope_table
-from cdc.core.flinksql.coltypes import DEFAULT_FLINK_VERSION, check_version, ident
-from cdc.core.flinksql.scan import ENVELOPE_METADATA, DebeziumInfo
-from cdc.core.flinksql.tables import ENVELOPES, Script, Sink, Source, finish, select_list
+from cdc.flink.sql.changelog import envelope_table
+from cdc.flink.sql.coltypes import DEFAULT_FLINK_VERSION, check_version, ident
+from cdc.flink.sql.scan import ENVELOPE_METADATA, DebeziumInfo
+from cdc.flink.sql.tables import ENVELOPES, Script, Sink, Source, finish, select_list
 
 
 def debezium_sql(
