@@ -63,7 +63,7 @@ class Common:
     progress: bool | None = None
     verbose: bool = False
     print_sql: bool = False
-    on_flink: str | None = None  # a SQL Gateway's URL: the --print-sql script runs there (engine.on_flink)
+    on_flink: str | None = None  # a SQL Gateway's URL: the --print-sql script runs there (flink.on_flink)
     flink_version: str = "2.3"
     sql_source: str = "filesystem"
     sql_sink: str = "none"

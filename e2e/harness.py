@@ -3,7 +3,7 @@
 run.sh installs what is needed and calls this file. Per database it:
   1. starts the server (loopback, temporary data directory), creates the tables and loads the rows
      the initial snapshot will read (op r);
-  2. starts Debezium's embedded engine (engine/, one JVM, one engine per connector setting) writing
+  2. starts Debezium's embedded engine (capture/, one JVM, one engine per connector setting) writing
      every event value as Kafka Connect's JsonConverter serialises it;
   3. runs a seeded random workload; after each batch it inserts a checkpoint marker row, dumps the
      tables (SELECT *: the database's own answer) and waits until every engine has written the
@@ -322,7 +322,7 @@ class Run:
 
     def start_engine(self, props: list[Path]) -> None:
         classpath = (
-            os.environ.get("E2E_CLASSPATH") or (HERE / "engine" / "target" / "run-classpath.txt").read_text().strip()
+            os.environ.get("E2E_CLASSPATH") or (HERE / "capture" / "target" / "run-classpath.txt").read_text().strip()
         )
         log_file = open(self.work / "engine.log", "wb")  # noqa: SIM115 - the engine writes it while it runs
         self.java = subprocess.Popen(

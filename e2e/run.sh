@@ -33,13 +33,13 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 # The postgresql package's own cluster is not used; never start it.
 
-# 2. The Debezium engine (Maven fetches the dependencies; nothing binary is committed).
-ENGINE="$HERE/engine"
-if [ ! -f "$ENGINE/target/run-classpath.txt" ] || [ "$ENGINE/pom.xml" -nt "$ENGINE/target/run-classpath.txt" ] \
-   || [ -n "$(find "$ENGINE/src" -newer "$ENGINE/target/run-classpath.txt" -type f 2>/dev/null)" ]; then
-  say "building the Debezium engine (mvn)"
-  (cd "$ENGINE" && timeout 900 mvn -q -B package dependency:build-classpath -Dmdep.outputFile=target/classpath.txt >&2)
-  echo "$ENGINE/target/classes:$(cat "$ENGINE/target/classpath.txt")" > "$ENGINE/target/run-classpath.txt"
+# 2. The Debezium capture project, capture/ (Maven fetches the dependencies; nothing binary is committed).
+CAPTURE="$HERE/capture"
+if [ ! -f "$CAPTURE/target/run-classpath.txt" ] || [ "$CAPTURE/pom.xml" -nt "$CAPTURE/target/run-classpath.txt" ] \
+   || [ -n "$(find "$CAPTURE/src" -newer "$CAPTURE/target/run-classpath.txt" -type f 2>/dev/null)" ]; then
+  say "building the Debezium capture project (mvn)"
+  (cd "$CAPTURE" && timeout 900 mvn -q -B package dependency:build-classpath -Dmdep.outputFile=target/classpath.txt >&2)
+  echo "$CAPTURE/target/classes:$(cat "$CAPTURE/target/classpath.txt")" > "$CAPTURE/target/run-classpath.txt"
 fi
 
 # 3. cdc itself, from this checkout.

@@ -2,7 +2,7 @@
 
 ``harness.py`` drives a seeded random workload through one wide table per database. This file
 drives fixed scenarios, each a few tables and SQL steps with checkpoints between them, through the
-same Debezium engine (``engine/``), writing every record of every topic to one file per converter
+same Debezium engine (``capture/``), writing every record of every topic to one file per converter
 setting (``all.<setting>.jsonl``, as a single-topic router or an S3 sink does) and the same
 records as Kafka dumps (``all.kcat.jsonl``, ``all.console.txt``). The classes covered:
 

@@ -32,7 +32,7 @@ The keywords every function shares (as the commands' flags):
   nothing; ``flink_version``, ``sql_source``, ``sql_sink``, ``topic``, ``sink_topic``,
   ``bootstrap_servers``, ``sink_path`` say for which Flink and where it reads and writes;
 - ``on_flink="http://host:8083"``: run that script on a Flink cluster through its SQL Gateway and
-  write (or collect) its rows as the local run does (``engine.on_flink``); the cluster reads the
+  write (or collect) its rows as the local run does (``flink.on_flink``); the cluster reads the
   input itself (a local path only when the gateway is on this machine, else ``file:///…`` on a
   shared file system). The URL's query parameters are session settings.
 
@@ -235,9 +235,11 @@ class _IO:
             result.rows = collected.rows
         return result
 
-    def flink_sql(self, make: Any, spec: Any) -> Result:
-        """``print_sql=True``: the script ``make`` (an ``engine.print_sql`` builder) writes for ``spec``."""
-        from cdc.engine.print_sql import Common
+    def flink_sql(self, builder: str, spec: Any) -> Result:
+        """``print_sql=True``: the script the ``flink.print_sql`` function ``builder`` writes for
+        ``spec``; ``on_flink``: that script run on the cluster (``engine.scripts``)."""
+        from cdc.engine import scripts
+        from cdc.flink.print_sql import Common
 
         if not isinstance(self.source, str | os.PathLike) and not _all_paths(self.source):
             raise UsageError("print_sql needs an input file: the script reads it (or a Kafka topic) by name")
@@ -245,19 +247,24 @@ class _IO:
         if self.on_flink is not None:
             inputs = self.cluster_inputs(inputs)
         common = Common(
+            scripts.READER,
             inputs=inputs,
             input_format=self.input_format.lower() if self.input_format else None,
             on_error=OnError(_choice("--on-error", self.on_error, list(OnError))),
             **self.sql,
         )
-        script = make(common, spec)
+        script = scripts.build(builder, common, spec)
         if self.on_flink is None:
             return Result(sql=str(script))
-        return self.flink_run(script, spec, inputs)
+        job, collected = self.job(spec)
+        result = scripts.run_on_cluster(self.on_flink, script, job.with_(inputs=tuple(inputs)))
+        if collected is not None:
+            result.rows = collected.rows
+        return result
 
     def cluster_inputs(self, inputs: list[str]) -> list[str]:
-        """``on_flink``: one input, a path the cluster reads too (see ``engine.on_flink``)."""
-        from cdc.engine.on_flink import cluster_input
+        """``on_flink``: one input, a path the cluster reads too (see ``flink.on_flink``)."""
+        from cdc.flink.on_flink import cluster_input
 
         if self.print_sql:
             raise UsageError("--print-sql prints the script, --on-flink runs it: give one of them")
@@ -266,27 +273,6 @@ class _IO:
         if len(inputs) > 1:
             raise UsageError("--on-flink runs one input file: the cluster's script reads one table", hint="join them")
         return [cluster_input(path, self.on_flink or "") for path in inputs]
-
-    def flink_run(self, script: Any, spec: Any, inputs: list[str]) -> Result:
-        """The script run on the cluster at ``on_flink``, its rows written as ``output`` says."""
-        from cdc.engine.on_flink import run_on_flink
-
-        job, collected = self.job(spec)
-        job = job.with_(inputs=tuple(inputs))
-        done = run_on_flink(
-            self.on_flink or "",
-            str(script),
-            job,
-            script.shape,
-            keys=script.keys,
-            kind_column=script.kind_column,
-            sort=script.sort,
-        )
-        result = Result(path="flink", flink_job=done.job_id or "")
-        result.counts.written = done.rows
-        if collected is not None:
-            result.rows = collected.rows
-        return result
 
 
 def _all_paths(source: Any) -> bool:
@@ -312,9 +298,7 @@ def _with_source(job: Job, source: Source) -> Job:
 
 def _sql_or_run(io: _IO, spec: Any, builder: str) -> Result:
     if io.print_sql or io.on_flink is not None:
-        from cdc.engine import print_sql
-
-        return io.flink_sql(getattr(print_sql, builder), spec)
+        return io.flink_sql(builder, spec)
     return io.run(spec)
 
 

@@ -1,13 +1,13 @@
-"""The SQL builders of cdc.core.flinksql, called as the CLI will call them: the text they print
-(the harness scaleout/flink_check.py runs the same builders in Flink 2.3)."""
+"""The SQL builders of cdc.flink.sql, called as the CLI will call them: the text they print
+(the harness flink/harness/flink_check.py runs the same builders in Flink 2.3)."""
 
 from __future__ import annotations
 
 import pytest
 
-from cdc.core import flinksql as fs
 from cdc.core.errors import UsageError
 from cdc.core.kinds import ALL_KINDS, DELETE, INSERT, UPDATE_AFTER
+from cdc.flink import sql as fs
 
 COLS = {"id": "BIGINT", "name": "STRING", "op": "STRING"}
 DEFAULT = {k.name: k for k in ALL_KINDS}

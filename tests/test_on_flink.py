@@ -1,7 +1,7 @@
 """--on-flink URL: the printed script run through a Flink SQL Gateway (REST API v2), against a fake
 gateway on 127.0.0.1 that answers as the real one does (shapes from Flink 2.3: pages with
 NOT_READY / PAYLOAD / EOS and ``nextResultUri``, row kinds, errors as HTTP 500 with a Java stack).
-The real cluster runs in scaleout/ (scaleout/cluster.sh, scaleout/gateway_check.py)."""
+The real cluster runs in flink/harness/ (flink/harness/cluster.sh, flink/harness/gateway_check.py)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from helpers import parse_jsonl, run_cdc, write_jsonl
 
-from cdc.engine.flink_gateway import flink_message, split_statements
+from cdc.flink.gateway import flink_message, split_statements
 
 STACK = (
     "<Exception on server side:\norg.apache.flink.table.gateway.api.utils.SqlGatewayException: failed\n"

@@ -245,7 +245,7 @@ def test_change_feed_commit_pairing_is_refused() -> None:
     assert "FROM FROM_CHANGELOG(" in statements(sql_of(args))[-1]
 
 
-# --- defects the harness found by running every command line's script (scaleout/results.md) -------------------
+# --- defects the harness found by running every command line's script (flink/harness/results.md) -------------------
 
 
 def _canal(rows: list[dict[str, str]], old: list[dict[str, str]] | None, kind: str = "UPDATE", **more: object) -> dict:

@@ -1,7 +1,7 @@
 """--print-sql that is never wrong (issue #28): column types from the whole input, the stale before
 image, CSV sums, and the forms printed where Flink 2.3 has a plain one (upsert rows and changelog
 rows normalized by key through LAG, --delete-when). The scripts' rows were checked against cdc's on
-a Flink 2.3 cluster (scaleout/gateway_check.py); here the text is checked."""
+a Flink 2.3 cluster (flink/harness/gateway_check.py); here the text is checked."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from helpers import REPO, SAMPLES
 
-PACKAGES = ("core", "formats", "engine", "cli")
+PACKAGES = ("core", "formats", "flink", "engine", "cli")  # the layers, lowest first
 THIRD_PARTY = {"typer", "rich", "orjson", "pyarrow", "click"}
 
 
@@ -27,7 +27,8 @@ def imports_of(path: Path) -> set[str]:
 
 
 def package_files(package: str) -> list[Path]:
-    return sorted((REPO / package).rglob("*.py"))
+    # flink/harness/ is the Flink side's test bench (PyFlink, not installed): no part of the package
+    return sorted(p for p in (REPO / package).rglob("*.py") if "harness" not in p.relative_to(REPO).parts)
 
 
 def test_core_has_no_third_party_imports_and_no_upward_imports() -> None:
@@ -35,12 +36,25 @@ def test_core_has_no_third_party_imports_and_no_upward_imports() -> None:
         for name in imports_of(path):
             top = name.split(".")[0]
             assert top not in THIRD_PARTY, f"{path.name} imports {name}"
-            assert not name.startswith(("cdc.formats", "cdc.engine", "cdc.cli")), f"{path.name} imports {name}"
+            assert not name.startswith(("cdc.formats", "cdc.flink", "cdc.engine", "cdc.cli")), (
+                f"{path.name} imports {name}"
+            )
 
 
 def test_formats_does_not_import_the_engine_the_cli_or_its_libraries() -> None:
-    # Layers point down: cli → engine → formats → core. Readers and writers know no engine.
+    # Layers point down: cli → engine → flink → formats → core. Readers and writers know no engine.
     for path in package_files("formats"):
+        for name in imports_of(path):
+            assert not name.startswith(("cdc.cli", "cdc.engine", "cdc.flink")), f"{path.name} imports {name}"
+            assert name.split(".")[0] not in {"typer", "rich", "click"}, f"{path.name} imports {name}"
+
+
+def test_the_flink_side_sits_between_the_engine_and_the_formats() -> None:
+    # The script builders read specs, column types and formats; the engine calls them, handing them
+    # its reader of the inputs (``flink.print_sql.Reader``) and writing a cluster's rows itself.
+    files = package_files("flink")
+    assert len(files) > 10  # the walk found the package
+    for path in files:
         for name in imports_of(path):
             assert not name.startswith(("cdc.cli", "cdc.engine")), f"{path.name} imports {name}"
             assert name.split(".")[0] not in {"typer", "rich", "click"}, f"{path.name} imports {name}"
@@ -123,7 +137,8 @@ def test_mypy_strict_is_clean(tmp_path: Path) -> None:
     # The package maps cdc → the repository root; a symlink gives mypy that name to follow.
     (tmp_path / "cdc").symlink_to(REPO, target_is_directory=True)
     env = dict(os.environ, MYPYPATH=str(tmp_path))
-    args = [_tool("mypy"), "-p", "cdc.core", "-p", "cdc.formats", "-p", "cdc.engine", "-p", "cdc.cli", "-m", "cdc"]
+    packages = [arg for package in PACKAGES for arg in ("-p", f"cdc.{package}")]
+    args = [_tool("mypy"), *packages, "-m", "cdc"]
     result = subprocess.run(args, cwd=REPO, capture_output=True, text=True, env=env, timeout=600)
     assert result.returncode == 0, result.stdout
 
@@ -140,7 +155,7 @@ def test_behaviour_is_found_through_tables_not_type_switches() -> None:
     # a switch on the spec's type would be a twelfth place a new command or field must be added.
     sites = [
         f"{path.relative_to(REPO)}:{number}"
-        for package in ("engine", "cli")
+        for package in ("flink", "engine", "cli")
         for path in package_files(package)
         for number, line in enumerate(path.read_text().splitlines(), 1)
         if "isinstance(spec" in line or "isinstance(job.spec" in line or "isinstance(self.spec" in line
