@@ -251,6 +251,7 @@ class _IO:
             inputs=inputs,
             input_format=self.input_format.lower() if self.input_format else None,
             on_error=OnError(_choice("--on-error", self.on_error, list(OnError))),
+            avro=self.avro,
             **self.sql,
         )
         script = scripts.build(builder, common, spec)

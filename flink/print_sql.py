@@ -79,6 +79,7 @@ class Common:
     sink_topic: str | None = None
     bootstrap_servers: str | None = None
     sink_path: str | None = None
+    avro: Any = None  # Debezium events in Avro: the schema sources (formats.schema_registry.SchemaSources)
 
 
 def input_of(common: Common, spec: Any, input_format: str | None = None) -> Input:
@@ -349,7 +350,68 @@ def _envelope_source(common: Common, envelope: str, key: tuple[str, ...]) -> Sou
     return Source(path, envelope, common.sql_source, common.topic, common.bootstrap_servers, key)
 
 
+def _avro_input(common: Common, spec: DecodeSpec) -> Input | None:
+    """The first input, when it holds Debezium events in Avro (``formats.avro``)."""
+    if spec.envelope not in ("auto", "debezium") or not common.inputs or common.inputs[0] == "-":
+        return None
+    given = input_of(common, replace(spec, envelope="debezium"), "debezium")
+    if "avro" not in given.formats:
+        return None
+    resolved = given.resolved.with_(avro=common.avro) if common.avro is not None else given.resolved
+    return replace(given, resolved=resolved)
+
+
+def _avro_decode_sql(common: Common, spec: DecodeSpec, given: Input) -> str:
+    """Flink's ``debezium-avro-confluent``: a Kafka topic of wire-format messages, the schemas from
+    the registry; the columns' types those cdc decodes from the input."""
+    avro = common.avro
+    registry = getattr(avro, "registry", None)
+    if common.sql_source != "kafka" or not registry:
+        raise UsageError(
+            "Flink reads Debezium Avro as 'debezium-avro-confluent': Confluent wire-format messages of a Kafka topic, "
+            "their schemas from a schema registry (its filesystem connector cannot split binary messages)",
+            hint="--sql-source kafka --topic T --bootstrap-servers H --schema-registry URL",
+        )
+    if common.on_error == OnError.skip:
+        raise UsageError("--on-error skip: Flink's debezium-avro-confluent has no ignore-parse-errors; it fails")
+    if spec.metadata:
+        raise UsageError("Flink's debezium-avro-confluent has no metadata columns (debezium-json has)")
+    if spec.table_include or spec.database_include:
+        raise UsageError(
+            "Flink's debezium-avro-confluent has no table filter: a Debezium topic holds one table",
+            hint="name that table's topic with --topic, and the input's events of that table alone",
+        )
+    types = ColumnTypes()
+    for row in common.reader.rows(given, _ignore):
+        types.add({k: v for k, v in row.items() if k != spec.kind_column})
+    columns = types.result()
+    source = Source(
+        common.inputs[0], "debezium-avro", "kafka", common.topic, common.bootstrap_servers, spec.key, registry=registry
+    )
+    return emit(
+        common,
+        debezium_sql(
+            "cdc debezium-decode",
+            source,
+            columns,
+            False,
+            [],
+            False,
+            spec.key,
+            info=DebeziumInfo(on_truncate=spec.on_truncate),
+            flink_version=common.flink_version,
+            sink=_sink(common, spec.key, spec.kind_column),
+        ),
+        "changelog",
+        spec,
+        spec.key,
+    )
+
+
 def print_decode_sql(common: Common, spec: DecodeSpec) -> str:
+    avro = _avro_input(common, spec)
+    if avro is not None:
+        return _avro_decode_sql(common, spec, avro)
     spec = replace(spec, envelope=_envelope_of(common, spec))
     _consistency_unchecked(spec.policy, "decode")
     if spec.unavailable_placeholder is not None:

@@ -361,3 +361,45 @@ def test_a_real_avro_converters_output_decodes_as_the_json_events_for_every_tabl
     db: str, variant: str, name: str
 ) -> None:
     _check_real(db, variant, name)
+
+
+# -- --print-sql: Flink's debezium-avro-confluent ----------------------------------------------
+
+
+def test_print_sql_of_an_avro_input_reads_debezium_avro_confluent_from_kafka(tmp_path: Path) -> None:
+    folder = REAL / "postgres" / "precise"
+    lines = (folder / "framed.bin").read_bytes()
+    # the s_numdef table's messages alone: a Debezium topic holds one table
+    import io
+
+    import fastavro
+
+    table, at = bytearray(), 0
+    while at < len(lines):
+        n = int.from_bytes(lines[at : at + 4], "big")
+        frame = lines[at : at + 4 + (0 if n == 0xFFFFFFFF else n)]
+        at += len(frame)
+        if n != 0xFFFFFFFF:
+            sid = int.from_bytes(frame[5:9], "big")
+            schema = json.loads((folder / "schemas" / f"{sid}.avsc").read_text())
+            if schema.get("namespace", "").endswith("s_numdef"):
+                table += frame
+                fastavro.schemaless_reader(io.BytesIO(bytes(frame[9:])), fastavro.parse_schema(schema))
+    dump = tmp_path / "s_numdef.bin"
+    dump.write_bytes(bytes(table))
+    sql = cdc.decode(
+        str(dump),
+        key="id",
+        schemas=folder / "schemas",
+        schema_registry="http://127.0.0.1:8081",
+        print_sql=True,
+        sql_source="kafka",
+        topic="sc_precise.public.s_numdef",
+        bootstrap_servers="127.0.0.1:9092",
+    ).sql
+    assert sql is not None
+    assert "'format' = 'debezium-avro-confluent'" in sql
+    assert "'debezium-avro-confluent.url' = 'http://127.0.0.1:8081'" in sql
+    assert "`amount` DECIMAL(10, 2)" in sql and "PRIMARY KEY (`id`) NOT ENFORCED" in sql
+    with pytest.raises(cdc.UsageError, match="debezium-avro-confluent"):
+        cdc.decode(str(dump), key="id", schemas=folder / "schemas", print_sql=True)

@@ -23,6 +23,7 @@ METADATA_TYPES = {
 # The metadata each envelope format of Flink offers (key → type), from the formats' sources.
 ENVELOPE_METADATA: dict[str, dict[str, str]] = {
     "debezium": METADATA_TYPES,
+    "debezium-avro": {},  # debezium-avro-confluent has no metadata columns
     "canal": {
         "database": "STRING",
         "table": "STRING",

@@ -16,6 +16,7 @@ FORMATS = {
     "tsv": "csv",
     "parquet": "parquet",
     "debezium": "debezium-json",
+    "debezium-avro": "debezium-avro-confluent",
     "canal": "canal-json",
     "maxwell": "maxwell-json",
     "ogg": "ogg-json",
@@ -40,6 +41,7 @@ class Source:
     topic: str | None = None
     bootstrap_servers: str | None = None
     key: Sequence[str] = ()
+    registry: str | None = None  # debezium-avro: the schema registry's URL
 
     @property
     def kafka(self) -> bool:
@@ -79,6 +81,10 @@ class Source:
             raise UsageError(f"unknown SQL source connector {self.connector!r}; use filesystem, kafka or upsert-kafka")
         if self.kafka and not (self.topic and self.bootstrap_servers):
             raise UsageError(f"a {self.connector} source needs a topic and bootstrap servers")
+        if self.fmt == "debezium-avro":
+            if self.connector != "kafka" or not self.registry:
+                raise UsageError("debezium-avro-confluent reads a Kafka topic with a schema registry")
+            options["debezium-avro-confluent.url"] = self.registry
         prefix = "value." if self.connector == "upsert-kafka" else ""
         if self.fmt == "tsv":
             options[prefix + "csv.field-delimiter"] = "\t"
