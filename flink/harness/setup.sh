@@ -35,6 +35,12 @@ if [ -z "$(ls "$here/.jars/flink"/flink-sql-connector-kafka-*.jar 2>/dev/null)" 
   mvn -q dependency:copy -Dartifact="org.apache.flink:flink-sql-connector-kafka:${KAFKA_CONNECTOR}" \
       -DoutputDirectory="$here/.jars/flink"
 fi
+# Flink's debezium-avro-confluent (the Avro check, avro_check.py): one shaded jar, Avro and the registry client inside.
+mkdir -p "$here/.jars/avro"
+if [ -z "$(ls "$here/.jars/avro"/flink-sql-avro-confluent-registry-*.jar 2>/dev/null)" ]; then
+  mvn -q dependency:copy -Dartifact="org.apache.flink:flink-sql-avro-confluent-registry:${FLINK_VERSION}" \
+      -DoutputDirectory="$here/.jars/avro"
+fi
 if [ -z "$(ls "$here/.jars/kafka"/kafka_2.13-*.jar 2>/dev/null)" ]; then
   # A throwaway pom: copy-dependencies resolves the broker's whole runtime classpath.
   pom="$(mktemp -d)/pom.xml"
