@@ -47,7 +47,7 @@ Rows = list[tuple[str, dict[str, Any]]]
 
 
 def cdc(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run([sys.executable, "-m", "cdc.cli.app", *args], input=stdin, capture_output=True, timeout=300)
+    return subprocess.run([sys.executable, "-m", "cdc", *args], input=stdin, capture_output=True, timeout=300)
 
 
 def frames(data: bytes) -> list[bytes | None]:
