@@ -301,6 +301,34 @@ def envelope_cases(data: Path, n: int, tmp: Path) -> list[Case]:
             peer="debezium-decode",
         )
         for name in ("canal", "maxwell", "ogg")
+    ] + avro_cases(data, n, tmp, dbz)
+
+
+def avro_cases(data: Path, n: int, tmp: Path, dbz: Run) -> list[Case]:
+    """debezium-decode of the same ``n`` events in Avro (a container file; length-prefixed
+    wire-format messages with --schemas DIR), made once by cdc's own encoder, against the JSONL."""
+    cdc, _, _ = tools()
+    container, framed, schemas = data / f"debezium-{n}.avro", data / f"debezium-{n}.wire.bin", data / f"schemas-{n}"
+    if not container.exists() or not framed.exists():
+        schemas.mkdir(exist_ok=True)
+        changelog = subprocess.run(
+            [cdc, "debezium-decode", str(data / f"debezium-{n}.jsonl")], capture_output=True, check=True
+        ).stdout
+        for fmt, out, extra in (("avro", container, []), ("avro-confluent", framed, ["--schemas", str(schemas)])):
+            encode = [cdc, "debezium-encode", "--format", fmt, *extra, "-o", str(out)]
+            subprocess.run(encode, input=changelog, capture_output=True, check=True)
+    runs = {
+        "an Avro container file": [str(container)],
+        "Avro wire-format messages": [str(framed), "--schemas", str(schemas)],
+    }
+    return [
+        Case(
+            f"debezium-decode, {what} vs JSONL ({n:,} events)",
+            n,
+            [Run("cdc", [cdc, "debezium-decode", *args, "-o", str(tmp / "avro.jsonl")]), dbz],
+            peer="debezium-decode",
+        )
+        for what, args in runs.items()
     ]
 
 
