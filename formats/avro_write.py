@@ -195,6 +195,10 @@ def _column(name: str, values: list[Any], hint: Any) -> dict[str, Any]:
         return {"type": "string", "optional": True}
     if kinds <= {"int", "double"} and "double" in kinds:
         kinds = {"double"}
+    if "decimal" in kinds and kinds <= {"int", "double", "decimal"}:
+        # JSON lines spell a decimal as a number: the long ones come back exact, the short as doubles
+        kinds = {"decimal"}
+        seen = [v if isinstance(v, Decimal) else Decimal(repr(v) if isinstance(v, float) else v) for v in seen]
     if len(kinds) > 1 and "string" in kinds and not kinds & {"array", "json"}:
         # a database's text for what no Python type holds (24:00:00, infinity, a BC date) among
         # its times or dates: the column is written as text, as it reads

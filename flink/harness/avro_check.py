@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import subprocess
 import sys
@@ -47,7 +48,9 @@ Rows = list[tuple[str, dict[str, Any]]]
 
 
 def cdc(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run([sys.executable, "-m", "cdc", *args], input=stdin, capture_output=True, timeout=300)
+    """A cdc command; its JSON lines carry their schema line (decimals' scale, timestamps), as into a cdc pipe."""
+    env = dict(os.environ, CDC_SCHEMA_LINE="always")
+    return subprocess.run([sys.executable, "-m", "cdc", *args], input=stdin, capture_output=True, timeout=300, env=env)
 
 
 def frames(data: bytes) -> list[bytes | None]:
@@ -183,7 +186,10 @@ def flink_to_cdc(
                 break
     finally:
         if outcome.job is not None:
-            outcome.job.cancel()
+            try:
+                outcome.job.cancel()
+            except Exception:  # noqa: BLE001 - the job (or its mini-cluster) already ended
+                pass
     got = cdc_rows(cdc("debezium-decode", str(written), "--schema-registry", registry.url).stdout)
     return _result(db, table, "Flink → cdc", expected, got, "")
 
@@ -219,9 +225,10 @@ def main(argv: list[str] | None = None) -> int:
             registries.append(registry)
             for r in check_table(db, table, broker, registry, work):
                 results.append(r)
+                sys.stdout.flush()
                 verdict = "same" if r["same"] else "DIFFERENT"
                 counts = f"{r['rows']} cdc rows, {r['flink_rows']} Flink rows"
-                print(f"{db} {table} {r['check']}: {counts}: {verdict} {r['error']}")
+                print(f"{db} {table} {r['check']}: {counts}: {verdict} {r['error']}", flush=True)
     finally:
         broker.stop()
         for registry in registries:
