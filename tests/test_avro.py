@@ -403,3 +403,40 @@ def test_print_sql_of_an_avro_input_reads_debezium_avro_confluent_from_kafka(tmp
     assert "`amount` DECIMAL(10, 2)" in sql and "PRIMARY KEY (`id`) NOT ENFORCED" in sql
     with pytest.raises(cdc.UsageError, match="debezium-avro-confluent"):
         cdc.decode(str(dump), key="id", schemas=folder / "schemas", print_sql=True)
+
+
+# -- Parquet files of envelopes (Kafka Connect's S3 sink with ParquetFormat) ----------------------
+
+
+@pytest.mark.parametrize(("db", "table"), [("postgres", "s_edge"), ("postgres", "s_arrays"), ("mariadb", "m_time")])
+def test_parquet_files_of_envelopes_decode_as_the_json_events(db: str, table: str, tmp_path: Path) -> None:
+    from avro_forms import parquet_of
+
+    folder = REAL / db / "precise"
+    mine = []
+    for path in sorted(folder.glob("container-*.avro")):
+        import fastavro
+
+        with open(path, "rb") as f:
+            if json.loads(fastavro.reader(f).metadata["avro.schema"]).get("namespace", "").endswith("." + table):
+                mine.append(path)
+    files = parquet_of(mine, tmp_path)
+    t = next(x for x in _tables(db) if x["name"] == table)
+    options: dict[str, Any] = {"on_truncate": "delete", "envelope": "debezium"}
+    if t["key"] and t["decode_key"]:
+        options["key"] = t["key"]
+    expected = cdc.decode(str(DATA / db / "precise.all.schema.jsonl"), table_include=table, **options).rows
+    got = cdc.decode([str(p) for p in files], **options).rows
+    assert expected and got == expected
+    again = cdc.decode([str(p) for p in files], input_format="debezium", **options).rows  # -i debezium: sniffed
+    assert again == expected
+
+
+def test_a_column_of_decimals_spelt_as_json_numbers_is_written_as_decimals(tmp_path: Path) -> None:
+    # JSON lines read 1.5 as a double and 12345678901234567890.123456789 exactly: one decimal column
+    events = tmp_path / "changelog.jsonl"
+    events.write_text('{"op":"+I","id":1,"n":1.5}\n{"op":"+I","id":2,"n":12345678901234567890.123456789}\n')
+    out = tmp_path / "events.avro"
+    cdc.debezium_encode(str(events), format="avro", output=str(out))
+    rows = cdc.decode(str(out), envelope="debezium").rows or []
+    assert [r["n"] for r in rows] == [Decimal("1.500000000"), Decimal("12345678901234567890.123456789")]
