@@ -292,7 +292,7 @@ class AvroEventsReader(RowReader):
         import fastavro
 
         try:
-            blocks = fastavro.block_reader(self.stream)
+            blocks = fastavro.block_reader(self.stream if _seekable(self.stream) else _Told(self.stream))
             writer = WriterSchema(orjson.loads(blocks.metadata["avro.schema"]))
         except InputError:
             raise
@@ -497,6 +497,22 @@ def _until_nul(stream: Any) -> bytes:
         gap += stream.read(take)
         if cut >= 0:
             return gap
+
+
+class _Told:
+    """A pipe that says how far it has been read (fastavro asks a block's offset)."""
+
+    def __init__(self, stream: Any):
+        self._stream = stream
+        self._at = 0
+
+    def read(self, size: int = -1) -> bytes:
+        data: bytes = self._stream.read(size)
+        self._at += len(data)
+        return data
+
+    def tell(self) -> int:
+        return self._at
 
 
 def _seekable(stream: Any) -> bool:

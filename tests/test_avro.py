@@ -440,3 +440,13 @@ def test_a_column_of_decimals_spelt_as_json_numbers_is_written_as_decimals(tmp_p
     cdc.debezium_encode(str(events), format="avro", output=str(out))
     rows = cdc.decode(str(out), envelope="debezium").rows or []
     assert [r["n"] for r in rows] == [Decimal("1.500000000"), Decimal("12345678901234567890.123456789")]
+
+
+def test_a_container_file_on_stdin_is_read_as_a_named_one() -> None:
+    from helpers import run_cdc
+
+    path = REAL / "mariadb" / "precise" / "container-0003.avro"
+    piped = run_cdc(["decode"], stdin=path.read_bytes())
+    named = run_cdc(["decode", str(path)])
+    assert piped.returncode == named.returncode == 0
+    assert piped.stdout == named.stdout and piped.stdout.count(b"\n") == 2
