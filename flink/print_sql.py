@@ -361,6 +361,14 @@ def _avro_input(common: Common, spec: DecodeSpec) -> Input | None:
     return replace(given, resolved=resolved)
 
 
+def _avro_types(common: Common, given: Input | None, kind_column: str) -> dict[str, str]:
+    types = ColumnTypes()
+    if given is not None:
+        for row in common.reader.rows(given, _ignore):
+            types.add({k: v for k, v in row.items() if k != kind_column})
+    return types.result()
+
+
 def _avro_decode_sql(common: Common, spec: DecodeSpec, given: Input) -> str:
     """Flink's ``debezium-avro-confluent``: a Kafka topic of wire-format messages, the schemas from
     the registry; the columns' types those cdc decodes from the input."""
@@ -381,10 +389,22 @@ def _avro_decode_sql(common: Common, spec: DecodeSpec, given: Input) -> str:
             "Flink's debezium-avro-confluent has no table filter: a Debezium topic holds one table",
             hint="name that table's topic with --topic, and the input's events of that table alone",
         )
-    types = ColumnTypes()
-    for row in common.reader.rows(given, _ignore):
-        types.add({k: v for k, v in row.items() if k != spec.kind_column})
-    columns = types.result()
+    columns = _avro_types(common, given, spec.kind_column)
+    from cdc.formats.avro import row_types
+
+    sent = row_types(common.inputs[0], avro.open() if avro is not None else None)
+    for name, decoded in columns.items():
+        # Flink's Avro reader maps TIME to an int (milliseconds) and STRING to a string: a Debezium
+        # MicroTime/NanoTime long, or a value cdc spells as text, is not what its reader schema reads
+        kinds = sent.get(name, set())
+        if (decoded.startswith("TIME(") and "int64" in kinds) or (decoded == "STRING" and kinds - {"string"}):
+            raise UsageError(
+                f"column {name!r} is sent as {'/'.join(sorted(kinds))} (a Debezium {decoded.split('(')[0]} "
+                "encoding): cdc decodes it, Flink's debezium-avro-confluent reads a TIME as an int of milliseconds "
+                "and a STRING as a string, and fails on it ('Found long, expecting union')",
+                hint="keep the values as sent (debezium-decode --raw-values), or configure Debezium's "
+                "time.precision.mode=connect (TIME as milliseconds)",
+            )
     source = Source(
         common.inputs[0], "debezium-avro", "kafka", common.topic, common.bootstrap_servers, spec.key, registry=registry
     )

@@ -478,6 +478,40 @@ class AvroEventsReader(RowReader):
                 yield {"schema": connect, "payload": literal(record) if literal is not None else record}
 
 
+class _Schemas:
+    """A decoder that keeps the Connect schema of each event (``row_types``)."""
+
+    def __init__(self) -> None:
+        self.seen: dict[int, Any] = {}
+
+    def decode(self, event: Any, raw: bytes = b"") -> list[Row]:
+        schema = event.get("schema") if isinstance(event, dict) else None
+        if isinstance(schema, dict):
+            self.seen.setdefault(id(schema), schema)
+        return []
+
+
+def row_types(path: str, schemas: Schemas | None) -> dict[str, set[str]]:
+    """Column → the Connect types (``int64``, ``string`` …) its Avro writer schemas give it, over an
+    input of Debezium events in Avro (``--print-sql``: what Flink's Avro reader will meet)."""
+    from cdc.formats.streams import display_name, open_input
+
+    capture = _Schemas()
+    reader = reader_factory(capture, schemas)(open_input(path), display_name(path), lambda err, raw: None)
+    try:
+        for _ in reader:
+            pass
+    finally:
+        reader.close()
+    types: dict[str, set[str]] = {}
+    for schema in capture.seen.values():
+        for part in schema.get("fields") or []:
+            if part.get("field") in ("before", "after") and part.get("type") == "struct":
+                for f in part.get("fields") or []:
+                    types.setdefault(f["field"], set()).add(str(f.get("type")))
+    return types
+
+
 def _can_go_on(form: str) -> bool:
     """After a bad message, the next one can be found (its length or line is known)."""
     return form in ("framed", "kcat", "json")
