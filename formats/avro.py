@@ -292,7 +292,8 @@ class AvroEventsReader(RowReader):
         import fastavro
 
         try:
-            blocks = fastavro.block_reader(self.stream if _seekable(self.stream) else _Told(self.stream))
+            source: Any = self.stream if _seekable(self.stream) else _Told(self.stream)
+            blocks = fastavro.block_reader(source)
             writer = WriterSchema(orjson.loads(blocks.metadata["avro.schema"]))
         except InputError:
             raise
