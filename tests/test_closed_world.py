@@ -55,6 +55,7 @@ from cdc.engine.plan import PATHS, choose
 from cdc.engine.plan import Path as EnginePath
 from cdc.engine.sinks import ListSink
 from cdc.formats.base import CsvDialect
+from cdc.formats.schema_registry import SchemaSources
 from cdc.formats.stream_schema import StreamSchema
 
 # Each command's spec with its required fields, and the fields each field needs to be set with.
@@ -346,6 +347,7 @@ OPTIONS: dict[str, Callable[[Path], dict[str, Any]]] = {
     "container": lambda tmp: {"container": "kcat"},
     "csv": lambda tmp: {"csv": CsvDialect(delimiter=";")},
     "arrays": lambda tmp: {"arrays": True},
+    "avro": lambda tmp: {"avro": SchemaSources()},  # Debezium Avro: the row path's reader and writer
 }
 
 
