@@ -390,9 +390,12 @@ def _avro_decode_sql(common: Common, spec: DecodeSpec, given: Input) -> str:
             hint="name that table's topic with --topic, and the input's events of that table alone",
         )
     columns = _avro_types(common, given, spec.kind_column)
+    from cdc.flink.sql.scan import scan_records
     from cdc.formats.avro import row_types
 
-    sent = row_types(common.inputs[0], avro.open() if avro is not None else None)
+    sent, events = row_types(common.inputs[0], avro.open() if avro is not None else None)
+    # what Flink's format meets, as for debezium-json (a missing before image, a placeholder, a truncate …)
+    scanned = replace(scan_records(events, "debezium", "auto"), schema_include=False, text_tombstones=False)
     for name, decoded in columns.items():
         # Flink's Avro reader maps TIME to an int (milliseconds) and STRING to a string: a Debezium
         # MicroTime/NanoTime long, or a value cdc spells as text, is not what its reader schema reads
@@ -418,7 +421,7 @@ def _avro_decode_sql(common: Common, spec: DecodeSpec, given: Input) -> str:
             [],
             False,
             spec.key,
-            info=DebeziumInfo(on_truncate=spec.on_truncate),
+            info=replace(scanned, on_truncate=spec.on_truncate),
             flink_version=common.flink_version,
             sink=_sink(common, spec.key, spec.kind_column),
         ),

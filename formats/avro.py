@@ -484,17 +484,20 @@ class _Schemas:
 
     def __init__(self) -> None:
         self.seen: dict[int, Any] = {}
+        self.events: list[Any] = []
 
     def decode(self, event: Any, raw: bytes = b"") -> list[Row]:
+        self.events.append(event)
         schema = event.get("schema") if isinstance(event, dict) else None
         if isinstance(schema, dict):
             self.seen.setdefault(id(schema), schema)
         return []
 
 
-def row_types(path: str, schemas: Schemas | None) -> dict[str, set[str]]:
+def row_types(path: str, schemas: Schemas | None) -> tuple[dict[str, set[str]], list[Any]]:
     """Column → the Connect types (``int64``, ``string`` …) its Avro writer schemas give it, over an
-    input of Debezium events in Avro (``--print-sql``: what Flink's Avro reader will meet)."""
+    input of Debezium events in Avro, and its events as the JSON path reads them (``--print-sql``:
+    what Flink's Avro reader will meet)."""
     from cdc.formats.streams import display_name, open_input
 
     capture = _Schemas()
@@ -510,7 +513,7 @@ def row_types(path: str, schemas: Schemas | None) -> dict[str, set[str]]:
             if part.get("field") in ("before", "after") and part.get("type") == "struct":
                 for f in part.get("fields") or []:
                     types.setdefault(f["field"], set()).add(str(f.get("type")))
-    return types
+    return types, capture.events
 
 
 def _can_go_on(form: str) -> bool:

@@ -366,36 +366,34 @@ def test_a_real_avro_converters_output_decodes_as_the_json_events_for_every_tabl
 # -- --print-sql: Flink's debezium-avro-confluent ----------------------------------------------
 
 
-def test_print_sql_of_an_avro_input_reads_debezium_avro_confluent_from_kafka(tmp_path: Path) -> None:
-    folder = REAL / "postgres" / "precise"
-    lines = (folder / "framed.bin").read_bytes()
-    # the s_numdef table's messages alone: a Debezium topic holds one table
-    import io
-
-    import fastavro
-
-    table, at = bytearray(), 0
-    while at < len(lines):
-        n = int.from_bytes(lines[at : at + 4], "big")
-        frame = lines[at : at + 4 + (0 if n == 0xFFFFFFFF else n)]
+def _one_table(db: str, name: str, tmp_path: Path) -> Path:
+    """The real converter's messages of one table (its schemas' namespace names it): a topic's."""
+    folder = REAL / db / "precise"
+    table, at, data = bytearray(), 0, (folder / "framed.bin").read_bytes()
+    while at < len(data):
+        n = int.from_bytes(data[at : at + 4], "big")
+        frame = data[at : at + 4 + (0 if n == 0xFFFFFFFF else n)]
         at += len(frame)
         if n != 0xFFFFFFFF:
-            sid = int.from_bytes(frame[5:9], "big")
-            schema = json.loads((folder / "schemas" / f"{sid}.avsc").read_text())
-            if schema.get("namespace", "").endswith("s_numdef"):
+            schema = json.loads((folder / "schemas" / f"{int.from_bytes(frame[5:9], 'big')}.avsc").read_text())
+            if schema.get("namespace", "").endswith("." + name):
                 table += frame
-                fastavro.schemaless_reader(io.BytesIO(bytes(frame[9:])), fastavro.parse_schema(schema))
-    dump = tmp_path / "s_numdef.bin"
+    dump = tmp_path / f"{name}.bin"
     dump.write_bytes(bytes(table))
+    return dump
+
+
+def test_print_sql_of_an_avro_input_reads_debezium_avro_confluent_from_kafka(tmp_path: Path) -> None:
+    folder = REAL / "mariadb" / "precise"
+    dump = _one_table("mariadb", "m_numdef", tmp_path)
+    kafka = {"sql_source": "kafka", "topic": "sc.m_numdef", "bootstrap_servers": "127.0.0.1:9092"}
     sql = cdc.decode(
         str(dump),
         key="id",
         schemas=folder / "schemas",
         schema_registry="http://127.0.0.1:8081",
         print_sql=True,
-        sql_source="kafka",
-        topic="sc_precise.public.s_numdef",
-        bootstrap_servers="127.0.0.1:9092",
+        **kafka,
     ).sql
     assert sql is not None
     assert "'format' = 'debezium-avro-confluent'" in sql
@@ -403,6 +401,22 @@ def test_print_sql_of_an_avro_input_reads_debezium_avro_confluent_from_kafka(tmp
     assert "`amount` DECIMAL(10, 2)" in sql and "PRIMARY KEY (`id`) NOT ENFORCED" in sql
     with pytest.raises(cdc.UsageError, match="debezium-avro-confluent"):
         cdc.decode(str(dump), key="id", schemas=folder / "schemas", print_sql=True)
+
+
+def test_print_sql_refuses_what_flinks_avro_reader_fails_on(tmp_path: Path) -> None:
+    # PostgreSQL REPLICA IDENTITY DEFAULT: updates without a before image (Flink: IllegalStateException)
+    folder = REAL / "postgres" / "precise"
+    with pytest.raises(cdc.UsageError, match="no before image.*debezium-avro-confluent fails"):
+        cdc.decode(
+            str(_one_table("postgres", "s_comp", tmp_path)),
+            key="region,n",
+            schemas=folder / "schemas",
+            schema_registry="http://127.0.0.1:8081",
+            print_sql=True,
+            sql_source="kafka",
+            topic="t",
+            bootstrap_servers="127.0.0.1:9092",
+        )
 
 
 # -- Parquet files of envelopes (Kafka Connect's S3 sink with ParquetFormat) ----------------------

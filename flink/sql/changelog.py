@@ -100,7 +100,7 @@ def envelope_table(
     if info.null_before and key:
         raise UsageError(
             "an update or delete has no before image (PostgreSQL REPLICA IDENTITY DEFAULT): cdc rebuilds it from "
-            "the last row of the --key, Flink's debezium-json fails on it even with a primary key",
+            f"the last row of the --key, Flink's {fmt} fails on it even with a primary key",
             hint="set REPLICA IDENTITY FULL on the table",
         )
     if info.partial_before and not key:
