@@ -400,10 +400,11 @@ def _avro_decode_sql(common: Common, spec: DecodeSpec, given: Input) -> str:
         # Flink's Avro reader maps TIME to an int (milliseconds) and STRING to a string: a Debezium
         # MicroTime/NanoTime long, or a value cdc spells as text, is not what its reader schema reads
         kinds = sent.get(name, set())
-        if (decoded.startswith("TIME(") and "int64" in kinds) or (decoded == "STRING" and kinds - {"string"}):
+        times = "TIME(" in decoded and any("int64" in k for k in kinds)  # a TIME, or an ARRAY<TIME>
+        if times or (decoded == "STRING" and kinds - {"string"}):
             raise UsageError(
-                f"column {name!r} is sent as {'/'.join(sorted(kinds))} (a Debezium {decoded.split('(')[0]} "
-                "encoding): cdc decodes it, Flink's debezium-avro-confluent reads a TIME as an int of milliseconds "
+                f"column {name!r} is sent as {'/'.join(sorted(kinds))} (Debezium's encoding of a {decoded}): "
+                "cdc decodes it, Flink's debezium-avro-confluent reads a TIME as an int of milliseconds "
                 "and a STRING as a string, and fails on it ('Found long, expecting union')",
                 hint="keep the values as sent (debezium-decode --raw-values), or configure Debezium's "
                 "time.precision.mode=connect (TIME as milliseconds)",

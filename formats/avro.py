@@ -512,8 +512,15 @@ def row_types(path: str, schemas: Schemas | None) -> tuple[dict[str, set[str]], 
         for part in schema.get("fields") or []:
             if part.get("field") in ("before", "after") and part.get("type") == "struct":
                 for f in part.get("fields") or []:
-                    types.setdefault(f["field"], set()).add(str(f.get("type")))
+                    types.setdefault(f["field"], set()).add(_type_text(f))
     return types, capture.events
+
+
+def _type_text(field: dict[str, Any]) -> str:
+    """``int64``, ``array<int64>``: a Connect field's type with its items'."""
+    kind = str(field.get("type"))
+    items = field.get("items")
+    return f"{kind}<{_type_text(items)}>" if kind == "array" and isinstance(items, dict) else kind
 
 
 def _can_go_on(form: str) -> bool:
