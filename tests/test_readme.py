@@ -1,5 +1,6 @@
-"""The README is part of the product: its set-up commands are what CI runs, and every `$ cdc`
-example prints exactly what the README shows."""
+"""The README and the reference in docs/ are part of the product: the README's set-up commands
+are what CI runs, and every `$ cdc` example of the README and of docs/*.md prints exactly what the
+page shows."""
 
 from __future__ import annotations
 
@@ -14,22 +15,40 @@ import pytest
 from helpers import REPO
 
 README = (REPO / "README.md").read_text()
+PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 
 
-def console_examples() -> list[tuple[str, str]]:
-    examples = []
-    for block in re.findall(r"```console\n(.*?)```", README, re.S):
-        command, output = None, []
-        for line in block.splitlines():
-            if line.startswith("$ "):
-                if command is not None:
-                    examples.append((command, "\n".join(output)))
-                command, output = line[2:], []
-            else:
-                output.append(line)
-        if command is not None:
-            examples.append((command, "\n".join(output)))
-    return examples
+def console_examples() -> list[tuple[str, str, str]]:
+    """(page, command, expected output) of every `$ ` line of every console block of the pages;
+    an example the README shows again in docs/ runs once."""
+    examples: list[tuple[str, str, str]] = []
+    for page in PAGES:
+        name = page.relative_to(REPO).as_posix()
+        for block in re.findall(r"```console\n(.*?)```", page.read_text(), re.S):
+            command, output = None, []
+            for line in block.splitlines():
+                if line.startswith("$ "):
+                    if command is not None:
+                        examples.append((name, command, "\n".join(output)))
+                    command, output = line[2:], []
+                else:
+                    output.append(line)
+            if command is not None:
+                examples.append((name, command, "\n".join(output)))
+    unique, seen = [], set()
+    for example in examples:
+        if example[1:] not in seen:
+            seen.add(example[1:])
+            unique.append(example)
+    return unique
+
+
+def test_the_docs_are_linked_from_their_index() -> None:
+    index = (REPO / "docs" / "README.md").read_text()
+    assert "docs/README.md" in README
+    for page in PAGES[1:]:
+        if page.name != "README.md":
+            assert f"({page.name})" in index, f"docs/README.md does not link {page.name}"
 
 
 def test_readme_opens_with_the_two_commands_ci_runs() -> None:
@@ -41,8 +60,8 @@ def test_readme_opens_with_the_two_commands_ci_runs() -> None:
     assert install in ci and test in ci
 
 
-@pytest.mark.parametrize(("command", "expected"), console_examples(), ids=lambda v: v[:60])
-def test_readme_example(command: str, expected: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("page", "command", "expected"), console_examples(), ids=lambda v: v[:60])
+def test_readme_example(page: str, command: str, expected: str, tmp_path: Path) -> None:
     shutil.copytree(REPO / "samples", tmp_path / "samples")
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}", COLUMNS="100")
     if command.startswith("cat "):  # reads what the previous example wrote
@@ -58,12 +77,12 @@ def test_readme_example(command: str, expected: str, tmp_path: Path) -> None:
         ["bash", "-c", command], cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60
     )
     output = result.stdout.decode().replace(f"file://{tmp_path}", "file:///home/me/cdc")
-    assert output.rstrip("\n") == expected.rstrip("\n")
+    assert output.rstrip("\n") == expected.rstrip("\n"), f"{page}: {command}"
 
 
 def test_readme_python_examples_run(tmp_path: Path) -> None:
-    blocks = re.findall(r"```python\n(.*?)```", README, re.S)
-    assert blocks, "the README shows the Python API"
+    assert re.findall(r"```python\n(.*?)```", README, re.S), "the README shows the Python API"
+    blocks = [block for page in PAGES for block in re.findall(r"```python\n(.*?)```", page.read_text(), re.S)]
     for block in blocks:
         code = block.replace("/tmp/", f"{tmp_path}/")
         result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, timeout=60)
