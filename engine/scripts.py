@@ -61,9 +61,16 @@ def check(job: Job, cluster: bool, sql_sink: str = "none") -> None:
     mode = "--on-flink" if cluster else "--print-sql"
     if names == ["spec"]:
         raise UsageError(f"{mode}: this command has no Flink script")
-    refused = [(option_of(spec_type, name), why_not(spec_type, name)) for name in names]
-    hint = next((r.hint for _, r in refused if r.hint is not None), None)
-    raise UsageError(f"{mode}: " + "; ".join(f"{option} {r.why}" for option, r in refused), hint=hint)
+    refused = [(name, option_of(spec_type, name), why_not(spec_type, name)) for name in names]
+    hint = next((r.hint for _, _, r in refused if r.hint is not None), None)
+    said = [f"{option} {r.why.format(value=_shown(job, name))}" for name, option, r in refused]
+    raise UsageError(f"{mode}: " + "; ".join(said), hint=hint)
+
+
+def _shown(job: Job, name: str) -> str:
+    """A field's (or option's) value as its option spells it: ``a,b`` for names."""
+    value = getattr(job.spec, name, getattr(job, name, None))
+    return ",".join(map(str, value)) if isinstance(value, tuple | list) else str(value)
 
 
 def script_of(job: Job, sql: Mapping[str, Any], cluster: bool = False) -> FlinkScript:

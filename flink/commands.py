@@ -105,7 +105,8 @@ SCRIPTS: dict[type, Script] = {
 
 @dataclass(frozen=True)
 class Refused:
-    """Why the script does not do a field or an option (said after its option's name)."""
+    """Why the script does not do a field or an option (said after its option's name; ``{value}``
+    in it: the job's value of it)."""
 
     why: str
     hint: str | None = None
@@ -120,8 +121,8 @@ NOT_WRITTEN = Refused(
 # (spec type, name) where one command's differs.
 WHY_NOT: dict[Any, Refused] = {
     (FromChangelogSpec, "commit_columns"): Refused(
-        "(a change feed's commits): cdc pairs each commit's pre- and post-images whatever their order in the "
-        "file; Flink's FROM_CHANGELOG is stateless and keeps the file's order",
+        "(commit columns {value}): cdc pairs each commit's pre- and post-images whatever their order in the file; "
+        "Flink's FROM_CHANGELOG is stateless and keeps the file's order",
         hint="if each commit's pre-images already precede their post-images, the same job without pairing is "
         "the mapping without the preset (--op COLUMN -m CODES=KIND …)",
     ),
@@ -194,6 +195,7 @@ OPTIONS: dict[Any, str] = {
     "mapping": "--op-mapping",
     "keys": "--key",
     "pair_key": "--preset",
+    (FromChangelogSpec, "commit_columns"): "--commit-columns/--preset",
     "policy": "--on-inconsistency",
     "tables": "--table-include/--database-include",
     "query": "--group-by/--agg",
