@@ -309,6 +309,16 @@ def state_cases(data: Path, n: int, tmp: Path) -> list[Case]:
     window = ["-t", "ts", "--since", str(since), "--until", str(until), "--net"]
     jsonl("replay --key id --since/--until --net", ["replay", "--key", "id", *window], LAST_PER_KEY_QUALIFY)
     both("debezium-encode", ["debezium-encode"], ENCODE, {"jsonl": "jsonl", "parquet": "jsonl"})
+    # JSON lines in, Parquet out of a keyed table: the winning rows' texts parsed once (texts_parquet)
+    case = Case(
+        f"materialize --key id, JSONL → Parquet ({n:,} changes, {keys})",
+        n,
+        [Run("cdc", [cdc, "materialize", str(jl), "--key", "id", "-o", str(tmp / "cdc.parquet")])],
+    )
+    case.runs += duck_run(
+        duck, LAST_PER_KEY.format(input=JSON_IN.format(src=jl), dst=tmp / "duck.parquet", fmt=FORMATS["parquet"])
+    )
+    out.append(case)
     for fmt in ("parquet",):
         dst = tmp / f"cdc.{fmt}"
         case = Case(
