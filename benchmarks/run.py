@@ -9,6 +9,7 @@ ratio to the DuckDB CLI running the nearest SQL.
     python benchmarks/run.py --case replay       # only the cases whose title holds this (repeatable)
     python benchmarks/run.py --changes 20000 --events 20000 --memory 0 --repeat 1 \
         --data /tmp/bench-small --report /tmp/bench-small.md   # a quick check that every case runs
+    python benchmarks/run.py --paths --report benchmarks/results/paths.md   # each case on every path
 
 The cases: start-up; every stateful path on the changelog (``--changes``: materialize with a key,
 with --dedup and as a multiset; inspect with a key, with -t ts and as a multiset; replay --emit
@@ -25,12 +26,19 @@ counts — timed without sampling its memory; one more run of each samples the p
 that exits non-zero stops the run with its error. The machine's load average is recorded before and
 after. A full run (no ``--case``) writes its table to ``--report``, by default
 ``benchmarks/results/latest.md``: give a small run another path.
+
+``--paths``: what each engine path earns. Every cdc command of the cases above runs on every
+path that takes its job (``CDC_PATH=NAME``, in the planner's order: the first is the one it
+chooses), in rotation, timed by wall clock and by CPU time (user + system of the process and its
+workers; under load the steadier of the two, but a path that works on both cores spends more of
+it). Each path's time is set against the next path the planner would choose if it were gone.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -152,6 +160,60 @@ def measure(
     return wall, peak
 
 
+def measure_cpu(cmd: list[str], stdout: Path | None = None, env: dict[str, str] | None = None) -> tuple[float, float]:
+    """Wall seconds and CPU seconds (user + system, the process and the workers it waited for) of
+    one run; ``(0, 0)`` with the reason on stderr when the path does not take the job (exit 2)."""
+    out = open(stdout, "wb") if stdout else subprocess.DEVNULL  # noqa: SIM115 - closed below
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, stdout=out, stderr=subprocess.PIPE, env={**os.environ, **(env or {})})
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if stdout:
+        out.close()  # type: ignore[union-attr]
+    if proc.returncode == 2 and b"does not take this job" in proc.stderr:
+        return 0.0, 0.0
+    if proc.returncode != 0:
+        raise SystemExit(f"failed: {' '.join(cmd)}\n{proc.stderr.decode()}")
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def run_paths(cases: list[Case], repeat: int, only: list[str]) -> list[str]:
+    """Each case's cdc command on every path that takes it (see the module's doc)."""
+    from cdc.engine.plan import PATHS
+
+    lines = []
+    for case in cases:
+        if only and not any(c in case.title for c in only):
+            continue
+        cdc = next(r for r in case.runs if r.tool == "cdc")
+        taken = [p for p in PATHS if measure_cpu(cdc.cmd, cdc.stdout, {**cdc.env, "CDC_PATH": p}) != (0.0, 0.0)]
+        timings: dict[str, list[tuple[float, float]]] = {p: [] for p in taken}
+        for _ in range(repeat):  # in rotation
+            for p in taken:
+                timings[p].append(measure_cpu(cdc.cmd, cdc.stdout, {**cdc.env, "CDC_PATH": p}))
+        wall = {p: statistics.median(w for w, _ in runs) for p, runs in timings.items()}
+        cpu = {p: statistics.median(c for _, c in runs) for p, runs in timings.items()}
+        for i, p in enumerate(taken):
+            following = taken[i + 1] if i + 1 < len(taken) else None
+            against = (
+                f"{following} | {wall[following] / wall[p]:.2f} | {cpu[following] / cpu[p]:.2f}"
+                if following
+                else "— | — | —"
+            )
+            chosen = " (chosen)" if i == 0 else ""
+            line = f"| {case.title} | {p}{chosen} | {wall[p]:.2f} | {cpu[p]:.2f} | {against} |"
+            lines.append(line)
+            print(line, flush=True)
+    return lines
+
+
+PATHS_HEADER = [
+    "| case | path | wall s | CPU s | next path | its wall ÷ this | its CPU ÷ this |",
+    "|---|---|---|---|---|---|---|",
+]
+
+
 @dataclass
 class Run:
     tool: str
@@ -247,6 +309,16 @@ def state_cases(data: Path, n: int, tmp: Path) -> list[Case]:
     window = ["-t", "ts", "--since", str(since), "--until", str(until), "--net"]
     jsonl("replay --key id --since/--until --net", ["replay", "--key", "id", *window], LAST_PER_KEY_QUALIFY)
     both("debezium-encode", ["debezium-encode"], ENCODE, {"jsonl": "jsonl", "parquet": "jsonl"})
+    # JSON lines in, Parquet out of a keyed table: the winning rows' texts parsed once (texts_parquet)
+    case = Case(
+        f"materialize --key id, JSONL → Parquet ({n:,} changes, {keys})",
+        n,
+        [Run("cdc", [cdc, "materialize", str(jl), "--key", "id", "-o", str(tmp / "cdc.parquet")])],
+    )
+    case.runs += duck_run(
+        duck, LAST_PER_KEY.format(input=JSON_IN.format(src=jl), dst=tmp / "duck.parquet", fmt=FORMATS["parquet"])
+    )
+    out.append(case)
     for fmt in ("parquet",):
         dst = tmp / f"cdc.{fmt}"
         case = Case(
@@ -511,6 +583,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--data", type=Path, default=HERE / "data")
     parser.add_argument("--case", action="append", default=[], help="run only cases whose title contains this")
+    parser.add_argument("--paths", action="store_true", help="each cdc command on every path that takes it")
     parser.add_argument(
         "--report", type=Path, default=HERE / "results" / "latest.md", help="where a full run writes its table"
     )
@@ -521,7 +594,7 @@ def main() -> None:
     # Byte-compile cdc as an install would: with PYTHONDONTWRITEBYTECODE set, every run would
     # otherwise compile its modules again (~70 ms of start-up that users do not pay).
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(HERE.parent)], check=False, capture_output=True)
-    memory = args.memory if not args.case else 0  # a partial run skips the state memory cases
+    memory = args.memory if not args.case and not args.paths else 0  # a partial run skips the state memory cases
     generate_inputs(args.data, args.changes, args.events, args.shapes, memory)
     load = os.getloadavg()
     started = time.strftime("%Y-%m-%d %H:%M")
@@ -530,6 +603,11 @@ def main() -> None:
         cases += stateless_cases(args.data, args.events, tmp)
     if args.shapes:
         cases += shape_cases(args.data, args.shapes, tmp)
+    if args.paths:
+        if args.events:
+            cases += envelope_cases(args.data, args.events, tmp)
+        run_path_report(args, cases, load, started)
+        return
     lines = run_cases(cases, args.repeat, args.case)
     envelope_lines = (
         run_cases(envelope_cases(args.data, args.events, tmp), args.repeat, args.case) if args.events else []
@@ -552,6 +630,24 @@ def main() -> None:
     if not args.case:  # a partial run does not replace the full table
         args.report.parent.mkdir(parents=True, exist_ok=True)
         args.report.write_text(text)
+    print("\n" + text)
+
+
+def run_path_report(args: argparse.Namespace, cases: list[Case], load: tuple[float, ...], started: str) -> None:
+    lines = run_paths(cases, args.repeat, args.case)
+    after = os.getloadavg()
+    text = "\n".join(
+        [
+            f"Machine: {os.cpu_count()} cores; {started}; every path that takes each case's job (CDC_PATH), median of "
+            f"{args.repeat} runs in rotation; load average {load[0]:.2f} before, {after[0]:.2f} after.",
+            "",
+            *PATHS_HEADER,
+            *lines,
+        ]
+    )
+    if args.report != HERE / "results" / "latest.md":  # the paths' table never replaces the main one
+        args.report.parent.mkdir(parents=True, exist_ok=True)
+        args.report.write_text(text + "\n")
     print("\n" + text)
 
 

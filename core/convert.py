@@ -67,7 +67,7 @@ def from_changelog_spec(
         keys=tuple(dict.fromkeys(keys)),
         drop=frozenset(parse_kinds(drop, "--drop")),
         commit_columns=commits,
-        pair_key=chosen.pair_key if chosen else (),
+        pair_key=chosen.pair_key if chosen and commits else (),  # the key a commit's images pair by
         drop_commit_columns=drop_commit_columns,
     )
 

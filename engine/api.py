@@ -183,18 +183,6 @@ class _IO:
             from cdc.core.specs import Tables
 
             io.tables = Tables(values.get("database_include"), values.get("table_include"))
-        if values.get("print_sql") or values.get("on_flink"):
-            given = [
-                flag
-                for flag, value in (
-                    ("table_include/database_include", io.tables),
-                    ("ignore_columns", values.get("ignore_columns")),
-                    ("delimiter/quote_char/no_header/header_names", io.csv),
-                )
-                if value
-            ]
-            if given:
-                raise UsageError(f"--print-sql / --on-flink do not write {', '.join(given)} into the Flink script yet")
         return io
 
     def job(self, spec: Any) -> tuple[Job, ListSink | None]:
@@ -235,30 +223,22 @@ class _IO:
             result.rows = collected.rows
         return result
 
-    def flink_sql(self, builder: str, spec: Any) -> Result:
-        """``print_sql=True``: the script the ``flink.print_sql`` function ``builder`` writes for
-        ``spec``; ``on_flink``: that script run on the cluster (``engine.scripts``)."""
+    def flink_sql(self, spec: Any) -> Result:
+        """``print_sql=True``: the Flink script of the job (``result.sql``); ``on_flink``: that
+        script run on the cluster, its rows written as ``output`` says (``engine.scripts``)."""
         from cdc.engine import scripts
-        from cdc.flink.print_sql import Common
 
         if not isinstance(self.source, str | os.PathLike) and not _all_paths(self.source):
             raise UsageError("print_sql needs an input file: the script reads it (or a Kafka topic) by name")
         inputs = [os.fspath(self.source)] if isinstance(self.source, str | os.PathLike) else _paths(self.source)
         if self.on_flink is not None:
             inputs = self.cluster_inputs(inputs)
-        common = Common(
-            scripts.READER,
-            inputs=inputs,
-            input_format=self.input_format.lower() if self.input_format else None,
-            on_error=OnError(_choice("--on-error", self.on_error, list(OnError))),
-            avro=self.avro,
-            **self.sql,
-        )
-        script = scripts.build(builder, common, spec)
+        job, collected = self.job(spec)
+        job = job.with_(inputs=tuple(inputs))
+        script = scripts.script_of(job, self.sql, cluster=self.on_flink is not None)
         if self.on_flink is None:
             return Result(sql=str(script))
-        job, collected = self.job(spec)
-        result = scripts.run_on_cluster(self.on_flink, script, job.with_(inputs=tuple(inputs)))
+        result = scripts.run_on_cluster(self.on_flink, script, job)
         if collected is not None:
             result.rows = collected.rows
         return result
@@ -269,8 +249,6 @@ class _IO:
 
         if self.print_sql:
             raise UsageError("--print-sql prints the script, --on-flink runs it: give one of them")
-        if self.rejects is not None:
-            raise UsageError("--rejects keeps the records cdc skips; on a cluster Flink's format skips them unseen")
         if len(inputs) > 1:
             raise UsageError("--on-flink runs one input file: the cluster's script reads one table", hint="join them")
         return [cluster_input(path, self.on_flink or "") for path in inputs]
@@ -297,9 +275,9 @@ def _with_source(job: Job, source: Source) -> Job:
     return job.with_(rows=source)
 
 
-def _sql_or_run(io: _IO, spec: Any, builder: str) -> Result:
+def _sql_or_run(io: _IO, spec: Any) -> Result:
     if io.print_sql or io.on_flink is not None:
-        return io.flink_sql(builder, spec)
+        return io.flink_sql(spec)
     return io.run(spec)
 
 
@@ -366,7 +344,7 @@ def from_changelog(
         None if commit_columns is None else _names(commit_columns),
         drop_commit_columns,
     )
-    return _sql_or_run(_IO.of(locals()), spec, "print_from_changelog_sql")
+    return _sql_or_run(_IO.of(locals()), spec)
 
 
 def to_changelog(
@@ -408,7 +386,7 @@ def to_changelog(
     ``op_mapping``: kinds → codes, e.g. ``{"INSERT, UPDATE_AFTER": "false", "DELETE": "true"}``;
     only mapped kinds are written."""
     spec = to_changelog_spec(op, _mapping(op_mapping), preset, _names(drop), kind_column)
-    return _sql_or_run(_IO.of(locals()), spec, "print_to_changelog_sql")
+    return _sql_or_run(_IO.of(locals()), spec)
 
 
 ENVELOPES = ("auto", "debezium", "canal", "maxwell", "ogg")
@@ -474,7 +452,7 @@ def decode(
         policy=Policy.fail if strict else Policy.warn,
         unavailable_placeholder=unavailable_placeholder,
     )
-    return _sql_or_run(_IO.of(locals()), spec, "print_decode_sql")
+    return _sql_or_run(_IO.of(locals()), spec)
 
 
 def debezium_decode(
@@ -579,7 +557,7 @@ def debezium_encode(
         from cdc.formats.schema_registry import SchemaSources
 
         io.avro = SchemaSources()  # written by the row path's Avro writer
-    return _sql_or_run(io, spec, "print_encode_sql")
+    return _sql_or_run(io, spec)
 
 
 def materialize(
@@ -662,7 +640,7 @@ def materialize(
             "stdin_read_ahead": memory_limit is not None,
         }
     if print_sql or on_flink is not None or expect is None:
-        return _sql_or_run(io, spec, "print_materialize_sql")
+        return _sql_or_run(io, spec)
     return _expected(io, spec, expect)
 
 
@@ -733,7 +711,7 @@ def replay(
     row older than the stored version does not overwrite it; ``since``/``until`` with
     ``time_column``: emit only the changes in that window (``net``: their net change)."""
     spec = _replay_spec(locals())
-    return _sql_or_run(_IO.of(locals()), spec, "print_replay_sql")
+    return _sql_or_run(_IO.of(locals()), spec)
 
 
 def _replay_spec(values: Mapping[str, Any]) -> ReplaySpec:
@@ -887,7 +865,7 @@ def aggregate(
     spec = AggregateSpec(
         query, mode, _names(key), _delete_when(delete_when), kind_column, _policy(on_inconsistency, strict)
     )
-    return _sql_or_run(_IO.of(locals()), spec, "print_aggregate_sql")
+    return _sql_or_run(_IO.of(locals()), spec)
 
 
 def inspect(
@@ -934,7 +912,7 @@ def inspect(
     )
     io = _IO.of(locals())
     if print_sql or on_flink is not None:
-        return _sql_or_run(io, spec, "print_inspect_sql")
+        return _sql_or_run(io, spec)
     result = io.run(spec)
     result.rows = None
     if isinstance(source, str | os.PathLike):

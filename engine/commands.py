@@ -18,8 +18,16 @@ from typing import Any, TypeVar
 
 EVERY: frozenset[str] = frozenset({"*"})  # the row path: every field of every command
 
-# A job's options that a path must declare to be given them, as the spec's fields are declared;
-# the others (inputs, output, formats) every path reads.
+# The job's fields every path reads: what to do, from where, to where (formats decided by
+# ``inputs.resolve``). No path declares them.
+EVERY_PATH_READS = ("spec", "inputs", "input_format", "output", "output_format", "formats", "out_format")
+# The runner's, read before a path is chosen (``run.run_job``: past --memory-limit the state
+# spills, ``spill.py``, and each part runs on a path of its own): a bound, not an answer.
+RUNNER_READS = ("memory_limit", "temp_dir", "stdin_read_ahead")
+# A job's options that a path must declare to be given them, as the spec's fields are declared.
+# Closed by default: a ``Job`` field in none of these three lists is an option too, that no path
+# but the row path declares (``set_options``); ``tests/test_closed_world.py`` keeps the lists
+# equal to ``dataclasses.fields(Job)``.
 JOB_OPTIONS = (
     "columns",
     "on_error",
@@ -100,8 +108,16 @@ def set_fields(spec: Any) -> list[str]:
 
 
 def set_options(job: Any) -> list[str]:
-    """The job options (``JOB_OPTIONS``) a job sets."""
-    return _set(job, JOB_OPTIONS)
+    """The job options a job sets: its fields but those every path or the runner reads (a field
+    that ``JOB_OPTIONS`` does not name yet is an option all the same)."""
+    cls: type = type(job)
+    return _set(job, _options(cls))
+
+
+@functools.cache
+def _options(cls: type) -> tuple[str, ...]:
+    read = {*EVERY_PATH_READS, *RUNNER_READS}
+    return tuple(f.name for f in dataclasses.fields(cls) if f.name not in read)
 
 
 def declines(table: Mapping[type, Command], job: Any) -> str | None:

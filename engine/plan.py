@@ -69,16 +69,15 @@ def _arrow_state() -> Path:
 
 
 def _lines_arrow() -> Path:
-    from cdc.engine.paths import arrow_lines
+    from cdc.engine.paths import lines_arrow
 
-    return Path("lines-arrow", arrow_lines.COMMANDS, arrow_lines.run, arrow_lines.can_run)
+    return Path("lines-arrow", lines_arrow.COMMANDS, lines_arrow.run, lines_arrow.can_run)
 
 
 def _kernel_lines() -> Path:
-    from cdc.engine.paths import lines
-    from cdc.engine.paths.native import kernel
+    from cdc.engine.paths import kernel_lines
 
-    return Path("kernel-lines", kernel.COMMANDS, lines.run_with_kernel, lines.can_run_with_kernel)
+    return Path("kernel-lines", kernel_lines.COMMANDS, kernel_lines.run, kernel_lines.can_run)
 
 
 def _lines() -> Path:

@@ -448,7 +448,7 @@ class _Partitioner:
         import pyarrow.compute as pc
         import pyarrow.json as pj
 
-        from cdc.engine.paths.arrow_lines import different
+        from cdc.engine.paths.lines_arrow import different
 
         if different(chunk):
             return None

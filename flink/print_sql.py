@@ -170,7 +170,7 @@ def emit(common: Common, sql: str, shape: str, spec: Any = None, keys: tuple[str
     return script
 
 
-def print_from_changelog_sql(common: Common, spec: FromChangelogSpec) -> str:
+def print_from_changelog_sql(common: Common, spec: FromChangelogSpec) -> FlinkScript:
     got = sample(common, spec)
     source = _source(got.job, common, spec.keys)
     return emit(
@@ -235,7 +235,7 @@ def changelog_sample(
     return Sampled(source, got.types, got.empty_strings, None, got.rows, got.numbers)
 
 
-def print_to_changelog_sql(common: Common, spec: ToChangelogSpec) -> str:
+def print_to_changelog_sql(common: Common, spec: ToChangelogSpec) -> FlinkScript:
     got = changelog_sample(common, spec, spec.kind_column)
     return emit(
         common,
@@ -369,7 +369,7 @@ def _avro_types(common: Common, given: Input | None, kind_column: str) -> dict[s
     return types.result()
 
 
-def _avro_decode_sql(common: Common, spec: DecodeSpec, given: Input) -> str:
+def _avro_decode_sql(common: Common, spec: DecodeSpec, given: Input) -> FlinkScript:
     """Flink's ``debezium-avro-confluent``: a Kafka topic of wire-format messages, the schemas from
     the registry; the columns' types those cdc decodes from the input."""
     avro = common.avro
@@ -432,18 +432,12 @@ def _avro_decode_sql(common: Common, spec: DecodeSpec, given: Input) -> str:
     )
 
 
-def print_decode_sql(common: Common, spec: DecodeSpec) -> str:
+def print_decode_sql(common: Common, spec: DecodeSpec) -> FlinkScript:
     avro = _avro_input(common, spec)
     if avro is not None:
         return _avro_decode_sql(common, spec, avro)
     spec = replace(spec, envelope=_envelope_of(common, spec))
     _consistency_unchecked(spec.policy, "decode")
-    if spec.unavailable_placeholder is not None:
-        raise UsageError(
-            f"--unavailable-placeholder {spec.unavailable_placeholder!r}: cdc fills such a value from the last row of "
-            "the key, Flink's debezium-json passes the placeholder on as data",
-            hint="set REPLICA IDENTITY FULL on the table so Debezium sends the value",
-        )
     skip = common.on_error == OnError.skip
     if spec.envelope == "debezium":
         from cdc.formats.debezium import parse_metadata
@@ -465,6 +459,8 @@ def print_decode_sql(common: Common, spec: DecodeSpec) -> str:
                 info=info,
                 flink_version=common.flink_version,
                 sink=_sink(common, spec.key, spec.kind_column),
+                database_include=spec.database_include,
+                table_include=spec.table_include,
             ),
             "changelog",
             spec,
@@ -509,7 +505,7 @@ def _consistency_unchecked(policy: Any, command: str) -> None:
         )
 
 
-def print_aggregate_sql(common: Common, spec: AggregateSpec) -> str:
+def print_aggregate_sql(common: Common, spec: AggregateSpec) -> FlinkScript:
     """The continuous GROUP BY over the input table (append-only rows, or changelog rows read
     back through FROM_CHANGELOG; upsert rows only from an upsert-kafka source)."""
     _consistency_unchecked(spec.policy, "aggregate")
@@ -545,15 +541,10 @@ def print_aggregate_sql(common: Common, spec: AggregateSpec) -> str:
     )
 
 
-def print_materialize_sql(common: Common, spec: MaterializeSpec) -> str:
+def print_materialize_sql(common: Common, spec: MaterializeSpec) -> FlinkScript:
     """The table a changelog describes, as the SQL client's result table (or an upsert sink)."""
     from cdc.core.presets import COMMIT_COLUMNS
 
-    if spec.as_of is not None:
-        raise UsageError(
-            "--as-of has no Flink SQL form here",
-            hint="print the SQL without them; a temporal join (FOR SYSTEM_TIME AS OF) is the cluster's --as-of",
-        )
     _consistency_unchecked(spec.policy, "materialize")
     got = changelog_sample(common, spec, spec.kind_column)
     # A change feed's commit columns are not part of the table (cdc leaves them out, and out of a
@@ -588,13 +579,8 @@ def every_row(common: Common, kind_column: str) -> Iterator[dict[str, Any]]:
     yield from common.reader.rows(input_of(common, CopySpec("changelog", kind_column)), _ignore)
 
 
-def print_replay_sql(common: Common, spec: ReplaySpec) -> str:
+def print_replay_sql(common: Common, spec: ReplaySpec) -> FlinkScript:
     """ChangelogNormalize: an upsert-kafka source keyed by --key, or keep-last by --order-by."""
-    if spec.since is not None or spec.until is not None:
-        raise UsageError(
-            "--since, --until and --net have no Flink SQL form here: a window of the changes by a column's value "
-            "is a batch question, not one continuous query"
-        )
     reads = "changelog" if spec.input_mode == "changelog" else "rows"
     got = changelog_sample(common, spec, spec.kind_column, reads, spec.key, spec.input_mode == "upsert")
     return emit(
@@ -622,7 +608,7 @@ def print_replay_sql(common: Common, spec: ReplaySpec) -> str:
     )
 
 
-def print_encode_sql(common: Common, spec: EncodeSpec) -> str:
+def print_encode_sql(common: Common, spec: EncodeSpec) -> FlinkScript:
     """A debezium-json sink written from the changelog (Flink's form: -U → d, +U → c)."""
     got = changelog_sample(common, spec, spec.kind_column)
     sink = _sink(common, spec.key, spec.kind_column)
@@ -649,10 +635,19 @@ def print_encode_sql(common: Common, spec: EncodeSpec) -> str:
     )
 
 
-def print_inspect_sql(common: Common, spec: InspectSpec) -> str:
+def print_inspect_sql(common: Common, spec: InspectSpec) -> FlinkScript:
     """The changes per kind (and the time range per kind) — the part of cdc's report one
     streaming GROUP BY computes; the script's header says what it leaves out."""
     got = changelog_sample(common, spec, spec.kind_column)
+    checks = [
+        f"{option} {', '.join(names)}: {what}"
+        for option, names, what in (
+            ("--key", spec.key, "the keys cdc's consistency checks follow"),
+            ("--commit-columns", spec.commit_columns or (), "left out of a row's identity in those checks"),
+            ("--ignore-columns", spec.ignore_columns, "left out of a row's identity in those checks"),
+        )
+        if names
+    ]
     return emit(
         common,
         inspect_sql(
@@ -664,6 +659,7 @@ def print_inspect_sql(common: Common, spec: InspectSpec) -> str:
             sink=_sink(common),
             empty_strings=got.empty_strings,
             debezium=got.info,
+            checks=checks,
         ),
         "counts",
         None,

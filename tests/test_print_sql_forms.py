@@ -5,8 +5,10 @@ a Flink 2.3 cluster (flink/harness/gateway_check.py); here the text is checked."
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
+import pytest
 from helpers import SAMPLES, write_csv, write_jsonl
 from test_print_sql import refusal_of, sql_of, statements
 
@@ -123,3 +125,43 @@ def test_materialize_dedup_with_a_key_leaves_update_befores_out(tmp_path: Path) 
     assert "WHERE `op` IS NULL OR TRIM(`op`) <> '-U'" in last
     assert "--dedup has a Flink SQL form only with --key" in refusal_of(["materialize", src, "--dedup"])
     assert "--as-of has no Flink SQL form" in refusal_of(["materialize", src, "--key", "k", "--as-of", "1", "-t", "v"])
+
+
+def test_options_the_script_does_not_do_are_refused_naming_them(tmp_path: Path) -> None:
+    """Issue 36: each of these once printed a script that computed something else, without a word
+    (flink/commands.py is the table that refuses them now, before the input is read)."""
+    import cdc
+    from cdc.core.errors import UsageError
+
+    changes = write_jsonl(tmp_path / "changes.jsonl", [{"op": "+I", "id": 2, "ts": 5}, {"op": "+I", "id": 1, "ts": 6}])
+    schema = {"__cdc_schema": {"version": 1, "columns": {"ts": "timestamp"}, "metadata": []}}
+    carried = write_jsonl(tmp_path / "carried.jsonl", [schema, {"op": "+I", "id": 1, "ts": "2024-01-01T00:00:00"}])
+    dbz = SAMPLES / "mysql-inventory.jsonl"
+    refused = [
+        (
+            lambda: cdc.debezium_encode(changes, time_column="ts", print_sql=True),
+            "--time-column sets each event's ts_ms",
+        ),
+        (lambda: cdc.debezium_encode(changes, source_fields={"db": "shop"}, print_sql=True), "--source writes"),
+        (lambda: cdc.materialize(changes, key="id", sort=True, print_sql=True), "--sort orders the table by key"),
+        (lambda: cdc.to_changelog(changes, columns="id", print_sql=True), "--columns chooses the output's columns"),
+        (lambda: cdc.to_changelog(changes, on_error="skip", print_sql=True), "--on-error skip skips what cdc"),
+        (lambda: cdc.to_changelog(carried, print_sql=True), "the input's schema line is cdc's carried schema"),
+        (lambda: cdc.replay(changes, key="id", order_by="ts", print_sql=True), "--order-by ts with --input-mode"),
+        (lambda: cdc.debezium_decode(dbz, raw_values=True, table_include="x", print_sql=True), "no database / table"),
+    ]
+    for call, reason in refused:
+        with pytest.raises(UsageError, match=re.escape(reason)):
+            call()
+    # --on-flink sorts and picks the columns of the cluster's rows itself: those are not refused there
+    from cdc.engine.scripts import check
+
+    job = cdc.engine.api._IO.of({"source": changes, "columns": "id"}).job(cdc.core.specs.MaterializeSpec(sort=True))[0]
+    check(job, cluster=True)
+    with pytest.raises(UsageError, match="--print-sql: --sort .*; --columns"):
+        check(job, cluster=False)
+
+
+def test_inspect_says_what_its_key_shapes_in_the_part_it_leaves_out() -> None:
+    header = sql_of(["inspect", SAMPLES / "product-prices.jsonl", "--key", "product_id"]).split("SET ")[0]
+    assert "-- --key product_id: the keys cdc's consistency checks follow" in header

@@ -5,7 +5,8 @@ one input line, so the input is cut into ~1 MB chunks at line ends; two forked w
 (``workers``) convert chunks while the main process writes results in input order. Small inputs
 are converted in-process with the same chunk loop. Each line is parsed and converted the general
 way (the row path's own steps); where the C kernel is built and implements the spec's options
-(``native.kernel.COMMANDS``), it converts the lines it is sure of as bytes first.
+(``native.kernel.COMMANDS``), it converts the lines it is sure of as bytes first: the
+kernel-lines path (``kernel_lines.py``).
 """
 
 from __future__ import annotations
@@ -72,14 +73,6 @@ class Converter:
 def can_run(job: Job) -> bool:
     """JSON lines out, as bytes (no caller's sink: the job would declare one)."""
     return job.out_format == JSON_LINES
-
-
-def can_run_with_kernel(job: Job) -> bool:
-    """The kernel built, and the lines path's conditions on the job (the kernel runs inside it)."""
-    from cdc.engine.paths.native.kernel import available
-
-    command = lookup(COMMANDS, job.spec)
-    return available() and can_run(job) and command is not None and command.can_run(job)
 
 
 def _json_lines_in(job: Job) -> bool:
@@ -169,10 +162,6 @@ def converter_for(job: Job, counts: Counts, with_kernel: bool) -> Converter:
     assert command is not None, type(job.spec).__name__
     converter: Converter = command.do(job, counts, with_kernel)
     return converter
-
-
-def run_with_kernel(job: Job, current: Session) -> Result:
-    return run(job, current, with_kernel=True)
 
 
 def run(job: Job, current: Session, with_kernel: bool = False) -> Result:

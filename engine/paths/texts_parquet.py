@@ -158,7 +158,7 @@ def _read(block: bytes, rows: int, schema: Any) -> Any:
     import pyarrow as pa
     import pyarrow.json as pj
 
-    from cdc.engine.paths.arrow_lines import different
+    from cdc.engine.paths.lines_arrow import different
 
     if b"NaN" in block or b"Infinity" in block or different(block):
         return None

@@ -426,7 +426,7 @@ def _changelog_inputs() -> list[tuple[str, Path, list[str]]]:
     """(group, input, key) of the conformance changelog-row inputs."""
     out = [("conformance/flink-oracle", d / "input.jsonl", ["id"]) for d in sorted(ORACLE.glob("to_*"))]
     for d in sorted(AGGREGATE.iterdir()):
-        if d.is_dir() and "changelog" in json.loads((d / "args.json").read_text())["flags"]:
+        if (d / "args.json").is_file() and "changelog" in json.loads((d / "args.json").read_text())["flags"]:
             out.append(("conformance/flink-aggregate", d / "input.jsonl", []))
     return out
 
@@ -594,7 +594,7 @@ def replay(work: Path) -> list[Case]:
 def aggregate(work: Path) -> list[Case]:
     cases = []
     for d in sorted(AGGREGATE.iterdir()):
-        if not d.is_dir():
+        if not (d / "args.json").is_file():  # a case is a folder with its args (not __pycache__)
             continue
         flags = json.loads((d / "args.json").read_text())["flags"]
         group_by = _flag(flags, "--group-by")

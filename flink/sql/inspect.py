@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from cdc.core.errors import UsageError
 from cdc.core.kinds import ALL_KINDS
@@ -27,14 +27,17 @@ def inspect_sql(
     sink: Sink | None = None,
     empty_strings: bool = False,
     debezium: DebeziumInfo | None = None,
+    checks: Sequence[str] = (),
 ) -> str:
     """``cdc inspect``: the changes per kind (as cdc counts them: ``+I/-U/+U/-D``), and with
-    ``time_column`` its range per kind. The input is read as a changelog (FROM_CHANGELOG, or an
+    ``time_column`` its range per kind; ``checks``: how the command's options shape the part of
+    the report the script leaves out (``--key``: the keys checked), said in its header. The input is
+    read as a changelog (FROM_CHANGELOG, or an
     envelope format's table) and written back as codes by TO_CHANGELOG, so that an envelope input
     is counted the way cdc decodes it; the GROUP BY's result is an update log whose last values are
     the counts."""
     check_version(flink_version)
-    script = Script("cdc inspect", flink_version, notes=[INSPECT_LEFT_OUT])
+    script = Script("cdc inspect", flink_version, notes=[INSPECT_LEFT_OUT, *checks])
     table, data = changelog_source(script, source, columns, kind_column, empty_strings, debezium)
     if time_column is not None and time_column not in data:
         raise UsageError(f"--time-column {time_column!r} is not among the input's columns")

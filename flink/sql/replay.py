@@ -69,6 +69,12 @@ def replay_sql(
     lag = (input_mode == "upsert" and source.connector != "upsert-kafka") or (
         input_mode == "append" and order_by is None
     )
+    if order_by is not None and input_mode != "append":
+        raise UsageError(
+            f"--order-by {order_by} with --input-mode {input_mode}: cdc drops a change older than its key's last "
+            "one; the script applies the changes in the order they come",
+            hint="--input-mode append reads rows keep-last by --order-by (Flink's deduplication)",
+        )
     if keep_noop and input_mode == "append" and order_by is not None:
         raise UsageError("--keep-noop has no Flink SQL form with --order-by: the deduplication drops equal rows")
     if lag or (input_mode == "changelog" and source.fmt not in ENVELOPES):

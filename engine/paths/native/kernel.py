@@ -392,7 +392,7 @@ def envelope_kernel(spec: DecodeSpec, counts: Counts, decoder: Any) -> _Kernel |
 
 # The kernel-lines path: the lines path with the kernel converting the lines it is sure of, for
 # the options the kernel implements (the others: the lines path, without it); the lines path's
-# conditions hold too (``lines.can_run_with_kernel``).
+# conditions hold too (``kernel_lines.can_run``).
 COMMANDS: dict[type, Command] = {
     FromChangelogSpec: implements(_from_changelog, "op_column", "mapping", "kind_column", "drop"),
     ToChangelogSpec: implements(_to_changelog, "mapping", "op_column", "kind_column", "drop"),
